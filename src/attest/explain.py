@@ -1,0 +1,55 @@
+"""Explanation: one short sentence telling a reader why an item matches their interests.
+
+`explanation_messages` is the one renderer; `generate_explanation` and `feed.explain`
+call it, and so does the explanation eval. When no stated interest matches, the
+prompt mandates the exact refusal in `REFUSAL`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from attest.llm import ChatJSON, Message, ask
+from attest.render import item_block
+
+__all__ = ["EXPLANATION_SYSTEM_PROMPT", "REFUSAL", "Explanation", "explanation_messages", "generate_explanation"]
+
+REFUSAL = "Outside your stated interests."
+
+EXPLANATION_SYSTEM_PROMPT = f"""\
+You write the one-line note a research feed shows under an item, telling the reader \
+why it matches their interests.
+
+- If the item is about one of the reader's stated interests, write one sentence of \
+fewer than fifteen words, addressed to the reader as "you", that names the specific \
+shared topic, e.g. "You work on palladium catalysis, and this is a new C-N coupling ligand."
+- Start with the reason itself. Do not open with "You will find", "This item" or \
+any other preamble.
+- If none of the reader's stated interests matches the item, answer exactly: {REFUSAL}
+- Never claim a match through vague themes such as "advanced topics", "AI" or \
+"science" in general: a match names a topic the reader actually listed.
+
+Answer with JSON only: {{"text": "..."}}."""
+
+
+class Explanation(BaseModel):
+    """The explanation answer: one sentence, or exactly the refusal."""
+
+    model_config = ConfigDict(extra="forbid", title="Explanation")
+
+    text: Annotated[str, Field(min_length=1, max_length=160)]
+
+
+def explanation_messages(profile: str, title: str, summary: str) -> list[Message]:
+    """Render the explanation request: the one place the explanation prompt is built."""
+    return [
+        {"role": "system", "content": EXPLANATION_SYSTEM_PROMPT},
+        {"role": "user", "content": f"Interests: {' '.join(profile.split())}\n\n{item_block(title, summary)}"},
+    ]
+
+
+def generate_explanation(profile: str, title: str, summary: str, *, chat_json: ChatJSON | None = None) -> Explanation:
+    """Ask the model why the item matches the reader's interests (or for the refusal)."""
+    return ask(explanation_messages(profile, title, summary), Explanation, chat_json)

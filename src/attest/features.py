@@ -1,0 +1,198 @@
+"""Tagging: label a research-feed item with 1-4 topic tags from a fixed vocabulary.
+
+`tag_messages` is the one renderer: `tag_item`, `attest tag`, the eval and the
+optimiser all build the prompt through it. `ATTEST_TAG_PROMPT` may name a JSON
+artifact (`{"instructions": str, "demos": [{"title", "summary", "tags"}]}`) whose
+instructions and demonstrations replace the default prompt; the vocabulary is
+always appended, so an artifact cannot drop it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from attest.errors import AttestError
+from attest.llm import ChatJSON, Message, ask
+from attest.render import item_block
+
+__all__ = [
+    "DEFAULT_TAG_INSTRUCTIONS",
+    "TAGS",
+    "TAG_GLOSSES",
+    "ItemTags",
+    "PromptArtifactError",
+    "Tag",
+    "TagDemo",
+    "TagPrompt",
+    "load_tag_prompt",
+    "tag_item",
+    "tag_messages",
+]
+
+Tag = Literal[
+    # bench chemistry
+    "organic-synthesis",
+    "catalysis",
+    "spectroscopy",
+    "electrochemistry",
+    "analytical-chemistry",
+    "polymer-chemistry",
+    "biochemistry",
+    "materials-science",
+    "computational-chemistry",
+    # chemistry's neighbours
+    "chemical-engineering",
+    "drug-discovery",
+    "lab-automation",
+    # machine learning
+    "deep-learning",
+    "language-models",
+    "reinforcement-learning",
+    "computer-vision",
+    "graph-neural-networks",
+    "generative-models",
+    "optimization",
+    "model-evaluation",
+    "interpretability",
+    "datasets-benchmarks",
+    # machine learning's neighbours, and the two fields together
+    "statistics",
+    "scientific-computing",
+    "ml-for-chemistry",
+]
+TAGS: tuple[Tag, ...] = get_args(Tag)
+
+TAG_GLOSSES: dict[Tag, str] = {
+    "organic-synthesis": "making organic molecules: routes, reactions, reagents, total synthesis",
+    "catalysis": "chemical catalysts and catalytic reactions (homogeneous, heterogeneous, enzymatic)",
+    "spectroscopy": "measuring matter with light or fields: NMR, IR, Raman, UV-vis, X-ray, mass spectra",
+    "electrochemistry": "electrodes, redox, batteries, electrolysis, electrocatalysis, corrosion",
+    "analytical-chemistry": "identifying and quantifying substances: chromatography, assays, sensors",
+    "polymer-chemistry": "polymers: making them, their chains, plastics, recycling by depolymerisation",
+    "biochemistry": "chemistry of biomolecules: enzymes, proteins, metabolism",
+    "materials-science": "solid materials and their properties: crystals, alloys, MOFs, thin films",
+    "computational-chemistry": "quantum chemistry, DFT, molecular dynamics and other simulation of molecules",
+    "chemical-engineering": "process scale-up, reactors, separations, plant design, flow processes",
+    "drug-discovery": "finding and optimising medicines: targets, screening, lead optimisation",
+    "lab-automation": "robots, self-driving labs and automated experiments",
+    "deep-learning": "neural network architectures and how they are trained",
+    "language-models": "large language models, transformers for text, prompting, fine-tuning",
+    "reinforcement-learning": "agents learning from reward: policies, RLHF, bandits",
+    "computer-vision": "models of images and video",
+    "graph-neural-networks": "neural networks on graphs, including molecular graphs",
+    "generative-models": "models that generate data: diffusion models, VAEs, GANs, flows",
+    "optimization": "optimisers and training dynamics: SGD, Adam, learning rates, convergence",
+    "model-evaluation": "measuring models: benchmarks, metrics, calibration, contamination, eval methodology",
+    "interpretability": "explaining what models compute: probing, attribution, mechanistic analysis",
+    "datasets-benchmarks": "new datasets, data curation and benchmark suites",
+    "statistics": "statistical methods: inference, experimental design, Bayesian analysis, regression",
+    "scientific-computing": "numerical methods, HPC, simulation software and its performance",
+    "ml-for-chemistry": "machine learning applied to a chemical problem (molecules, reactions, materials)",
+}
+
+DEFAULT_TAG_INSTRUCTIONS = """\
+You tag items for a research feed read by chemists and machine-learning engineers.
+Choose 1 to 4 tags from the vocabulary below that name what the item is about.
+
+- Tag the item's subject, not words it happens to use. "Catalyst" in a machine-learning \
+paper is a metaphor; a "transformer" in a power-grid paper is an electrical device; \
+"diffusion" of ions is not a generative model; "spectral" graph methods are not spectroscopy.
+- When an item has two real topics, give both tags.
+- Use ml-for-chemistry only when machine learning is applied to a chemical problem, and \
+add the chemistry or machine-learning tag that names the specific topic as well.
+- Prefer fewer correct tags over many plausible ones. Never invent a tag.
+
+Answer with JSON only, in the form {"tags": ["tag-one", "tag-two"]}."""
+
+
+class ItemTags(BaseModel):
+    """The tagging answer: 1-4 distinct tags from the vocabulary."""
+
+    model_config = ConfigDict(extra="forbid", title="ItemTags")
+
+    tags: Annotated[list[Tag], Field(min_length=1, max_length=4, json_schema_extra={"uniqueItems": True})]
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _distinct(cls, tags: object) -> object:
+        """A repeated tag says nothing new: keep its first place (small models repeat themselves)."""
+        return list(dict.fromkeys(tags)) if isinstance(tags, list) and all(isinstance(t, str) for t in tags) else tags
+
+
+class TagDemo(BaseModel):
+    """One worked example shown to the model before the item."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    summary: str
+    tags: Annotated[list[Tag], Field(min_length=1, max_length=4)]
+
+
+class TagPrompt(BaseModel):
+    """A tagging prompt: instructions plus optional demonstrations (the ATTEST_TAG_PROMPT artifact)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instructions: Annotated[str, Field(min_length=1)]
+    demos: tuple[TagDemo, ...] = ()
+
+
+class PromptArtifactError(AttestError):
+    """The file named by ATTEST_TAG_PROMPT cannot be used."""
+
+
+DEFAULT_TAG_PROMPT = TagPrompt(instructions=DEFAULT_TAG_INSTRUCTIONS)
+_loaded: dict[tuple[str, int, int], TagPrompt] = {}
+
+
+def load_tag_prompt(path: Path) -> TagPrompt:
+    """Read a prompt artifact, or raise PromptArtifactError saying what is wrong and what to do."""
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if key not in _loaded:
+            _loaded[key] = TagPrompt.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return _loaded[key]
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    except (ValueError, ValidationError) as exc:
+        reason = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else _first_error(exc)
+    raise PromptArtifactError(
+        f"ATTEST_TAG_PROMPT={path}: {reason}; fix the file or unset ATTEST_TAG_PROMPT to use the default prompt"
+    )
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
+
+
+def _active_prompt() -> TagPrompt:
+    override = os.environ.get("ATTEST_TAG_PROMPT")
+    return load_tag_prompt(Path(override)) if override else DEFAULT_TAG_PROMPT
+
+
+def _vocabulary() -> str:
+    return "\n".join(f"- {tag}: {gloss}" for tag, gloss in TAG_GLOSSES.items())
+
+
+def tag_messages(title: str, summary: str, prompt: TagPrompt | None = None) -> list[Message]:
+    """Render the tagging request: the one place the tagging prompt is built."""
+    active = prompt or _active_prompt()
+    messages: list[Message] = [{"role": "system", "content": f"{active.instructions}\n\nVocabulary:\n{_vocabulary()}"}]
+    for demo in active.demos:
+        messages.append({"role": "user", "content": item_block(demo.title, demo.summary)})
+        messages.append({"role": "assistant", "content": json.dumps({"tags": demo.tags})})
+    messages.append({"role": "user", "content": item_block(title, summary)})
+    return messages
+
+
+def tag_item(title: str, summary: str, *, chat_json: ChatJSON | None = None) -> ItemTags:
+    """Tag one item through the production backend (or `chat_json`)."""
+    return ask(tag_messages(title, summary), ItemTags, chat_json)

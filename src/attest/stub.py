@@ -1,0 +1,77 @@
+"""The stub model's answers: deterministic keyword overlap, for all three task schemas.
+
+It reads the labelled lines the renderers write (`Interests:`, `Title:`, `Summary:`)
+from the last user message. It knows nothing a real model would not be told.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from attest.explain import REFUSAL
+
+__all__ = ["answer", "content_words"]
+
+_STOPWORDS = frozenset(
+    """about above after again against also among an and any are around because been before being
+    between both but can could does doing down during each every few for from further had has have
+    having here how into its itself just like more most much must new not now off once only other
+    our out over own same should some such than that the their them then there these they this
+    those through too under until very was way were what when where which while who whom why will
+    with within would you your yours using used use based show shows shown work works read reads
+    papers paper items item study studies results approach method methods first than into onto""".split()
+)
+_WORD = re.compile(r"[a-z][a-z0-9-]{3,}")
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case words of four or more letters that are not stop words, crudely stemmed."""
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _field(prompt: str, label: str) -> str:
+    match = re.search(rf"^{label}:\s*(.*)$", prompt, flags=re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def answer(task: str, prompt: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The stub's JSON answer for the schema titled `task`, given the rendered user prompt."""
+    title, summary = _field(prompt, "Title"), _field(prompt, "Summary")
+    item = content_words(f"{title} {summary}")
+    if task == "ItemTags":
+        return {"tags": _tags(item, schema)}
+    overlap = sorted(content_words(_field(prompt, "Interests")) & item)
+    if task == "Reaction":
+        return _reaction(title, overlap)
+    return _explanation(overlap)
+
+
+def _tags(item: set[str], schema: Mapping[str, Any]) -> list[str]:
+    vocabulary = schema.get("properties", {}).get("tags", {}).get("items", {}).get("enum", [])
+    scored = sorted(((len(content_words(t.replace("-", " ")) & item), t) for t in vocabulary), key=lambda p: (-p[0], p[1]))
+    chosen = [tag for score, tag in scored if score > 0][:3]
+    if not chosen and vocabulary:
+        chosen = [str(vocabulary[0])]
+    return chosen
+
+
+def _reaction(title: str, overlap: list[str]) -> dict[str, Any]:
+    verdict = len(overlap) >= 2
+    confidence = min(5, 1 + len(overlap)) if verdict else max(1, 4 - len(overlap))
+    shared = ", ".join(overlap[:3]) or "nothing"
+    return {"verdict": verdict, "confidence": confidence, "reasoning": f"'{title}' shares {shared} with the reader's interests."}
+
+
+def _explanation(overlap: list[str]) -> dict[str, Any]:
+    if not overlap:
+        return {"text": REFUSAL}
+    return {"text": f"You follow {overlap[0]}, and this item is about {overlap[0]}."}
