@@ -39,3 +39,33 @@ def corpus_check(session: nox.Session) -> None:
     """Validate the three corpora and the flows fixture; print a table per corpus."""
     _install(session, "eval")
     session.run("python", "-m", "evals.corpus_check", *session.posargs)
+
+
+def _eval(session: nox.Session, task: str) -> None:
+    _install(session, "eval,local")
+    session.run("python", f"evals/run_{task}_eval.py", *session.posargs)
+
+
+@nox.session(name="eval-tagging", default=False)
+def eval_tagging(session: nox.Session) -> None:
+    """Generate (cached) and score the tagging eval; options after `--` (e.g. -- --backend local)."""
+    _eval(session, "tagging")
+
+
+@nox.session(name="eval-reaction", default=False)
+def eval_reaction(session: nox.Session) -> None:
+    """Generate (cached) and score the reaction eval; options after `--`."""
+    _eval(session, "reaction")
+
+
+@nox.session(name="eval-explanation", default=False)
+def eval_explanation(session: nox.Session) -> None:
+    """Generate (cached) and score the explanation eval; options after `--`."""
+    _eval(session, "explanation")
+
+
+@nox.session(default=False)
+def rescore(session: nox.Session) -> None:
+    """Re-score the latest run of every task (or -- --run ID) with today's scorers; no model calls."""
+    _install(session, "eval")
+    session.run("python", "-m", "evals.rescore", *session.posargs)

@@ -1,0 +1,194 @@
+"""The response cache: diskcache with JSON entries, keyed by what determines the answer.
+
+Key = sha256 of the canonical JSON of backend kind, base model, model digest,
+rendered messages, JSON schema, options and sample index. The URL, the API key,
+the case id and the time are not in the key. Entries are JSON (never pickle: a
+shared cache must not be able to run code) and keep their provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import diskcache
+
+from attest.errors import AttestError
+from attest.llm import Backend, ChatResponse, Message
+
+__all__ = [
+    "CacheError",
+    "Entry",
+    "Identity",
+    "JSONDisk",
+    "ResponseCache",
+    "canonical_json",
+    "request_key",
+    "resolve_cache_dir",
+]
+
+DEFAULT_CACHE_DIR = "cache"
+_LOCK_PREFIX = "lock:"
+
+
+class CacheError(AttestError):
+    """The cache directory cannot be used."""
+
+
+def canonical_json(value: object) -> str:
+    """JSON with sorted keys and no whitespace: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Everything about the model side of a request that can change the answer."""
+
+    kind: str
+    model: str
+    digest: str
+    options: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, backend: Backend) -> Identity:
+        return cls(backend.kind, backend.model, backend.digest(), dict(backend.options))
+
+
+def request_key(identity: Identity, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> str:
+    """sha256 hex of the canonical request: the cache key."""
+    payload = {
+        "backend": identity.kind,
+        "model": identity.model,
+        "digest": identity.digest,
+        "messages": list(messages),
+        "schema": schema,
+        "options": identity.options,
+        "sample": sample,
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A cached answer and its provenance."""
+
+    text: str
+    latency_s: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    model: str
+    digest: str
+    created: float
+
+    @classmethod
+    def of(cls, response: ChatResponse) -> Entry:
+        return cls(**asdict(response), created=time.time())
+
+    def response(self) -> ChatResponse:
+        return ChatResponse(self.text, self.latency_s, self.prompt_tokens, self.completion_tokens, self.model, self.digest)
+
+
+class JSONDisk(diskcache.Disk):  # type: ignore[misc]
+    """A diskcache Disk that stores values as JSON bytes and refuses anything pickled."""
+
+    def store(self, value: Any, read: bool, key: Any = diskcache.core.UNKNOWN) -> Any:
+        if read:
+            raise TypeError("the attest cache stores JSON values only")
+        return super().store(canonical_json(value).encode("utf-8"), False, key=key)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        if mode not in (diskcache.core.MODE_RAW, diskcache.core.MODE_BINARY) or read:
+            raise ValueError(f"cache value has mode {mode}; only JSON bytes are accepted (never unpickled)")
+        data = super().fetch(mode, filename, value, False)
+        if not isinstance(data, bytes):
+            raise ValueError(f"cache value is {type(data).__name__}, not JSON bytes")
+        return json.loads(data.decode("utf-8"))
+
+
+def resolve_cache_dir(arg: str | os.PathLike[str] | None) -> Path:
+    """--cache-dir, then ATTEST_CACHE_DIR, then `cache/`."""
+    return Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
+
+
+class ResponseCache:
+    """Model answers by request key, plus per-key leases so concurrent runs don't ask twice."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.warnings: list[str] = []
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._db = diskcache.Cache(str(directory / "responses"), disk=JSONDisk, timeout=60, eviction_policy="none", size_limit=2**40)
+        except (OSError, sqlite3.Error) as exc:
+            raise CacheError(
+                f"cannot open the cache in {directory} ({exc}): give a writable directory with --cache-dir or ATTEST_CACHE_DIR"
+            ) from None
+
+    def get(self, key: str) -> Entry | None:
+        """The entry for `key`, or None; an unreadable entry is a miss with a warning."""
+        try:
+            raw = self._db.get(key)
+        except (ValueError, UnicodeDecodeError, OSError) as exc:
+            return self._corrupt(key, str(exc))
+        if raw is None:
+            return None
+        try:
+            return Entry(**raw)
+        except TypeError as exc:
+            return self._corrupt(key, f"unexpected shape: {exc}")
+
+    def _corrupt(self, key: str, why: str) -> None:
+        self.warnings.append(f"cache entry {key[:12]} is unreadable ({why}); treating it as missing and regenerating")
+        return None
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def put(self, key: str, entry: Entry) -> None:
+        self._db.set(key, asdict(entry))
+
+    @contextmanager
+    def lease(self, key: str, *, wait_s: float = 600.0) -> Iterator[bool]:
+        """Hold the right to generate `key`; yields False if another live process filled it meanwhile."""
+        token = f"{os.uname().nodename}:{os.getpid()}"
+        deadline = time.monotonic() + wait_s
+        while not self._db.add(_LOCK_PREFIX + key, token, expire=wait_s):
+            if self.get(key) is not None:
+                yield False
+                return
+            holder = self._db.get(_LOCK_PREFIX + key)
+            if holder is not None and not _alive(str(holder)):
+                self._db.delete(_LOCK_PREFIX + key)
+            elif time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        try:
+            yield self.get(key) is None
+        finally:
+            if self._db.get(_LOCK_PREFIX + key) == token:
+                self._db.delete(_LOCK_PREFIX + key)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _alive(token: str) -> bool:
+    """Whether the process that took a lease still runs (a lease from another host counts as alive)."""
+    host, _, pid = token.rpartition(":")
+    if host != os.uname().nodename or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

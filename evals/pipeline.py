@@ -1,0 +1,393 @@
+"""The pipeline shared by the three tasks: plan, generate (cached), score, report.
+
+A `Task` binds one task's case model, renderer, output schema and `score_one`; the
+loop itself is written once here. Generation renders every case through the task's
+production renderer, looks each sample up by its request key and calls the model
+only on a miss. Scoring reads the cache and never the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from attest import __version__
+from attest.errors import AttestError
+from attest.llm import Backend, ChatResponse, Message, schema_of
+from evals.cache import Entry, Identity, ResponseCache, request_key
+from evals.cases import AnyCase
+from evals.corpus import read_cases, split_sha256
+
+__all__ = [
+    "CaseResult",
+    "EvalResult",
+    "GenerateStats",
+    "MissingSampleError",
+    "Planned",
+    "SampleChat",
+    "Task",
+    "CachedChat",
+    "CacheOnlyChat",
+    "evaluate",
+    "generate",
+    "load_cases",
+    "plan",
+    "score_planned",
+    "unsampled",
+]
+
+C = TypeVar("C", bound=AnyCase)
+ScoreOne = Callable[[Any, str], dict[str, Any]]
+
+
+class SampleChat(Protocol):
+    """A chat call that also knows which sample of a repeated request it answers."""
+
+    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse: ...
+
+
+class MissingSampleError(AttestError):
+    """The score stage needed a sample that is not in the cache."""
+
+
+@dataclass(frozen=True)
+class Task(Generic[C]):
+    """One task's bindings: everything in which the three tasks differ."""
+
+    name: str
+    case_model: type[C]
+    output_model: type[BaseModel]
+    corpus: Path
+    render: Callable[[C], list[Message]]
+    score_one: Callable[[C, str], dict[str, Any]]
+    summarise: Callable[[Sequence[C], Sequence[dict[str, Any]]], dict[str, Any]] = lambda cases, results: {}
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return schema_of(self.output_model)
+
+
+def load_cases(task: Task[C], path: Path | None = None, split: str | None = None) -> list[C]:
+    """The task's cases from `path` (default its corpus), all or one split."""
+    cases = read_cases(path or task.corpus, task.case_model)
+    if split in (None, "all"):
+        return cases
+    return [c for c in cases if c.split == split]
+
+
+def corpus_digests(cases: Sequence[AnyCase]) -> dict[str, str]:
+    """sha256 of each split's canonical content, as `make corpus-check` prints it."""
+    return {s: split_sha256([c for c in cases if c.split == s]) for s in ("train", "dev")}
+
+
+# --- planning and generation ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One sample to have: a case, its sample index, the rendered request and its key."""
+
+    case: AnyCase
+    sample: int
+    messages: list[Message]
+    key: str
+
+
+def plan(task: Task[C], cases: Sequence[C], identity: Identity, repeat: int) -> list[Planned]:
+    """Render every case once through the production renderer and key each sample."""
+    schema = task.schema
+    planned = []
+    for case in cases:
+        messages = task.render(case)
+        planned.extend(Planned(case, i, messages, request_key(identity, messages, schema, i)) for i in range(repeat))
+    return planned
+
+
+@dataclass
+class GenerateStats:
+    """What a generate run did."""
+
+    samples: int = 0
+    hits: int = 0
+    misses: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+class CachedChat:
+    """A SampleChat that answers from the cache and asks the backend only on a miss."""
+
+    def __init__(self, backend: Backend, cache: ResponseCache, identity: Identity | None = None) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.identity = identity or Identity.of(backend)
+        self.calls = 0
+
+    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
+        return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema)[0].response()
+
+    def fetch(self, key: str, messages: Sequence[Message], schema: Mapping[str, Any]) -> tuple[Entry, bool]:
+        """The entry for `key` and whether it was a hit; a miss calls the model and stores the answer."""
+        entry = self.cache.get(key)
+        if entry is not None:
+            return entry, True
+        with self.cache.lease(key) as mine:
+            if not mine:
+                found = self.cache.get(key)
+                if found is not None:
+                    return found, True
+            self.calls += 1
+            entry = Entry.of(self.backend.chat_json(messages, schema))
+            self.cache.put(key, entry)
+            return entry, False
+
+
+class CacheOnlyChat:
+    """A SampleChat for the score stage: answers from the cache, raises on any miss."""
+
+    def __init__(self, cache: ResponseCache, identity: Identity) -> None:
+        self.cache = cache
+        self.identity = identity
+
+    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
+        key = request_key(self.identity, messages, schema, sample)
+        entry = self.cache.get(key)
+        if entry is None:
+            raise MissingSampleError(f"sample {key[:12]} is not in the cache: run the generate stage first")
+        return entry.response()
+
+
+def unsampled(chat_json: Callable[[Sequence[Message], Mapping[str, Any]], ChatResponse]) -> SampleChat:
+    """Adapt a plain chat_json (a backend, a fake) to a SampleChat; the sample index is ignored."""
+
+    def call(messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
+        return chat_json(messages, schema)
+
+    return call
+
+
+Progress = Callable[[GenerateStats], None]
+
+
+def generate(
+    task: Task[Any], planned: Sequence[Planned], chat: CachedChat, *, concurrency: int = 1, progress: Progress | None = None
+) -> GenerateStats:
+    """Fill the cache for every planned sample; at most `concurrency` model calls in flight.
+
+    Hits are settled first, in order; misses go to a thread pool. The first failed
+    request stops the run (after the backend's own retries); everything answered
+    before it is already in the cache, so a rerun asks only for what is missing.
+    """
+    stats = GenerateStats(samples=len(planned))
+    start = time.perf_counter()
+    schema = task.schema
+    misses = [p for p in planned if p.key not in chat.cache]
+    stats.hits = len(planned) - len(misses)
+    if progress:
+        progress(stats)
+    lock = threading.Lock()
+
+    def one(p: Planned) -> None:
+        _, hit = chat.fetch(p.key, p.messages, schema)
+        with lock:
+            stats.hits += hit
+            stats.misses += not hit
+            if progress:
+                progress(stats)
+
+    _run_bounded(one, misses, concurrency)
+    stats.seconds = time.perf_counter() - start
+    stats.warnings = list(chat.cache.warnings)
+    return stats
+
+
+def _run_bounded(fn: Callable[[Planned], None], items: Sequence[Planned], concurrency: int) -> None:
+    if concurrency <= 1:
+        for item in items:
+            fn(item)
+        return
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures: list[Future[None]] = [pool.submit(fn, item) for item in items]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in done if f.exception() is not None]
+        if failed:
+            for f in futures:
+                f.cancel()
+            raise failed[0].exception()  # type: ignore[misc]
+
+
+# --- scoring ---------------------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    """One sample's score and errors, plus what the scorer reported about it."""
+
+    id: str
+    sample: int
+    score: float
+    errors: list[str]
+    latency_s: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalResult:
+    """A scored run: the mean score, the median generation latency, and every sample."""
+
+    task: str
+    overall: float
+    median_latency: float | None
+    results: list[CaseResult]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.results)
+
+    def worst(self, k: int = 5) -> list[CaseResult]:
+        return sorted(self.results, key=lambda r: (r.score, r.id, r.sample))[:k]
+
+    def by_case(self) -> dict[str, float]:
+        """Mean score per case id (over its samples)."""
+        scores: dict[str, list[float]] = {}
+        for r in self.results:
+            scores.setdefault(r.id, []).append(r.score)
+        return {cid: sum(v) / len(v) for cid, v in scores.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "overall": self.overall,
+            "n": self.n,
+            "median_latency": self.median_latency,
+            "summary": self.summary,
+            "results": [asdict(r) for r in self.results],
+        }
+
+
+def _score_sample(task: Task[Any], case: AnyCase, sample: int, text: str, latency: float) -> CaseResult:
+    scored = dict(task.score_one(case, text))
+    cid, score, errors = scored.pop("id"), float(scored.pop("score")), list(scored.pop("errors"))
+    return CaseResult(cid, sample, score, errors, latency, scored)
+
+
+def _aggregate(task: Task[Any], cases: Sequence[AnyCase], results: list[CaseResult]) -> EvalResult:
+    overall = sum(r.score for r in results) / len(results) if results else 0.0
+    latencies = [r.latency_s for r in results]
+    summary = task.summarise(cases, [{"id": r.id, "score": r.score, **r.details} for r in results])
+    return EvalResult(task.name, overall, statistics.median(latencies) if latencies else None, results, summary)
+
+
+def evaluate(
+    task: Task[C],
+    chat_json: SampleChat,
+    cases: Sequence[C],
+    *,
+    repeat: int = 1,
+    on_case: Callable[[CaseResult], None] | None = None,
+) -> EvalResult:
+    """Render, call, parse, score and aggregate every case `repeat` times, in order."""
+    schema = task.schema
+    results = []
+    for case in cases:
+        messages = task.render(case)
+        for i in range(repeat):
+            response = chat_json(messages, schema, i)
+            result = _score_sample(task, case, i, response.text, response.latency_s)
+            results.append(result)
+            if on_case:
+                on_case(result)
+    return _aggregate(task, cases, results)
+
+
+def score_planned(
+    task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: ResponseCache
+) -> EvalResult:
+    """The score stage for a run: each (case, sample, key) scored from the cache, no network."""
+    cases: dict[str, AnyCase] = {}
+    results = []
+    missing = []
+    for case, sample, key in samples:
+        entry = cache.get(key)
+        if entry is None:
+            missing.append(f"{case.id}#{sample}")
+            continue
+        cases[case.id] = case
+        results.append(_score_sample(task, case, sample, entry.text, entry.latency_s))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise MissingSampleError(
+            f"{len(missing)} sample(s) of this {task.name} run are not in the cache ({shown}): rerun its generate stage"
+        )
+    return _aggregate(task, list(cases.values()), results)
+
+
+# --- runs on disk ----------------------------------------------------------------------
+
+
+def runs_dir(cache_dir: Path) -> Path:
+    return cache_dir / "runs"
+
+
+def new_run_id(task: str) -> str:
+    return f"{time.strftime('%Y%m%dT%H%M%S')}-{task}-{os.getpid() % 100000:05d}"
+
+
+def manifest_for(
+    task: Task[Any], run_id: str, identity: Identity, corpus: Sequence[AnyCase], split: str, repeat: int, planned: Sequence[Planned]
+) -> dict[str, Any]:
+    """The run manifest: enough to re-score the run later without the model. `corpus` is the whole file."""
+    return {
+        "run_id": run_id,
+        "task": task.name,
+        "attest_version": __version__,
+        "created": time.time(),
+        "status": "generating",
+        "backend": identity.kind,
+        "model": identity.model,
+        "digest": identity.digest,
+        "digest_note": "" if identity.digest else "the server reported no model digest; the key holds an empty digest",
+        "options": dict(identity.options),
+        "split": split,
+        "repeat": repeat,
+        "corpus": str(task.corpus),
+        "corpus_sha256": corpus_digests(corpus),
+        "samples": [{"case": p.case.id, "sample": p.sample, "key": p.key} for p in planned],
+    }
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Write JSON atomically: a crash leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def stderr_progress(label: str) -> Progress:
+    """A one-line progress display on stderr: done/total, hits, misses, rate."""
+    tty = sys.stderr.isatty()
+    state = {"last": 0.0}
+
+    def show(stats: GenerateStats) -> None:
+        done = stats.hits + stats.misses
+        now = time.monotonic()
+        if done < stats.samples and now - state["last"] < (0.2 if tty else 5.0):
+            return
+        state["last"] = now
+        line = f"{label}: {done}/{stats.samples} samples (hits {stats.hits}, misses {stats.misses})"
+        print(("\r" + line) if tty else line, end="" if tty and done < stats.samples else "\n", file=sys.stderr, flush=True)
+
+    return show

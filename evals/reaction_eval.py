@@ -1,0 +1,116 @@
+"""The reaction eval: verdict against the label, a reason that names the item, and
+the numbers a persona simulation is judged by (precision, recall, ROC-AUC, the
+confidence histogram). `score_verdicts` is defined here, once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from attest.llm import Message
+from attest.simulate import Reaction, reaction_messages
+from evals import pipeline
+from evals.cases import ReactionCase
+from evals.pipeline import CaseResult, EvalResult, SampleChat
+from evals.scoring import parse_or_error, title_words
+from evals.tagging_eval import gate
+
+__all__ = [
+    "TASK",
+    "dspy_fields",
+    "evaluate",
+    "gate",
+    "load_cases",
+    "roc_auc",
+    "score_one",
+    "score_verdicts",
+    "to_dspy_example",
+]
+
+CORPUS = Path(__file__).with_name("reaction_cases.json")
+UNREASONED = 0.75  # a right verdict whose reasoning does not name the item earns this much
+
+
+def render(case: ReactionCase) -> list[Message]:
+    return reaction_messages(case.persona, case.interests, case.title, case.summary)
+
+
+def score_one(case: ReactionCase, out: str) -> dict[str, Any]:
+    """1 for the right verdict with a reason naming the item; less without the reason; 0 if wrong."""
+    parsed, why = parse_or_error(out, Reaction)
+    if parsed is None:
+        return {"id": case.id, "score": 0.0, "errors": [why], "verdict": None, "confidence": None}
+    assert isinstance(parsed, Reaction)
+    errors = []
+    if parsed.verdict != case.verdict:
+        errors.append(f"verdict {parsed.verdict} but this persona would {'read' if case.verdict else 'skip'} the item")
+    names_item = bool(title_words(case.title) & title_words(parsed.reasoning))
+    if not names_item:
+        errors.append("the reasoning does not name the item: it mentions no word of the title")
+    score = 0.0 if parsed.verdict != case.verdict else (1.0 if names_item else UNREASONED)
+    return {"id": case.id, "score": score, "errors": errors, "verdict": parsed.verdict, "confidence": parsed.confidence}
+
+
+def roc_auc(labels: Sequence[bool], scores: Sequence[float]) -> float | None:
+    """Probability that a random positive outscores a random negative (ties count half); None if undefined."""
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def score_verdicts(labels: Sequence[bool], verdicts: Sequence[bool], confidences: Sequence[int]) -> dict[str, Any]:
+    """Precision and recall of the verdicts; ROC-AUC of verdict and of signed confidence against the labels.
+
+    The confidence AUC is None (n/a) when the confidence never varies: then it says
+    nothing beyond the verdict.
+    """
+    tp = sum(v and y for v, y in zip(verdicts, labels, strict=True))
+    predicted, actual = sum(verdicts), sum(labels)
+    signed = [c if v else -c for v, c in zip(verdicts, confidences, strict=True)]
+    return {
+        "n": len(labels),
+        "precision": tp / predicted if predicted else None,
+        "recall": tp / actual if actual else None,
+        "auc_verdict": roc_auc(labels, [float(v) for v in verdicts]),
+        "auc_confidence": roc_auc(labels, [float(s) for s in signed]) if len(set(confidences)) > 1 else None,
+    }
+
+
+def summarise(cases: Sequence[ReactionCase], results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The verdict metrics over the valid answers, and the confidence histogram by verdict."""
+    label = {c.id: c.verdict for c in cases}
+    valid = [r for r in results if r.get("verdict") is not None]
+    metrics = score_verdicts([label[r["id"]] for r in valid], [r["verdict"] for r in valid], [r["confidence"] for r in valid])
+    histogram = Counter(f"{'yes' if r['verdict'] else 'no'}-{r['confidence']}" for r in valid)
+    return {**metrics, "invalid": len(results) - len(valid), "confidence_histogram": dict(sorted(histogram.items()))}
+
+
+TASK = pipeline.Task("reaction", ReactionCase, Reaction, CORPUS, render, score_one, summarise)
+
+
+def load_cases(path: Path | None = None, split: str | None = None) -> list[ReactionCase]:
+    return pipeline.load_cases(TASK, path, split)
+
+
+def evaluate(
+    chat_json: SampleChat,
+    cases: Sequence[ReactionCase],
+    *,
+    repeat: int = 1,
+    on_case: Callable[[CaseResult], None] | None = None,
+) -> EvalResult:
+    return pipeline.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
+
+
+def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return ("persona", "interests", "title", "summary"), ("verdict",)
+
+
+def to_dspy_example(case: ReactionCase) -> dict[str, Any]:
+    inputs = {"persona": case.persona, "interests": case.interests, "title": case.title, "summary": case.summary}
+    return {**inputs, "verdict": case.verdict, "case": case}
