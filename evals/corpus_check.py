@@ -1,0 +1,433 @@
+"""Check the three task corpora and the flows fixture: ``python -m evals.corpus_check``.
+
+Prints a small table per corpus (cases, class balance and sha256 per split), then
+every problem found, one line each, naming the file, the case and the field.
+Exit status: 0 when clean, 1 when any problem was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from attest.features import TAGS
+from evals.cases import (
+    SPLITS,
+    AnyCase,
+    CaseId,
+    ExplanationCase,
+    NonEmpty,
+    ReactionCase,
+    TaggingCase,
+)
+from evals.corpus import CorpusError, read_cases, split_sha256
+
+__all__ = [
+    "FixtureItem",
+    "FixtureLabel",
+    "FixturePersona",
+    "main",
+]
+
+C = TypeVar("C", bound=AnyCase)
+M = TypeVar("M", bound=BaseModel)
+
+ItemId = Annotated[str, StringConstraints(pattern=r"^item-[0-9]{2}$")]
+_DEV_ONLY_FAMILIES = ("bait-", "adjacent-")
+_REACTION_FAMILIES = ("fx-", "adjacent-", "bait-", "terse-", "crossover-")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FixtureItem(_Strict):
+    """One entry of examples/flows/corpus/items.json."""
+
+    id: ItemId
+    title: NonEmpty
+    summary: NonEmpty
+
+
+class FixturePersona(_Strict):
+    """One entry of examples/flows/corpus/personas.json."""
+
+    id: CaseId
+    name: NonEmpty
+    persona: NonEmpty
+    interests: NonEmpty
+
+
+class FixtureLabel(_Strict):
+    """One entry of examples/flows/corpus/labels.json."""
+
+    persona: CaseId
+    item: ItemId
+    would_read: bool
+
+
+@dataclass(frozen=True)
+class _Paths:
+    tagging: Path
+    reaction: Path
+    explanation: Path
+    fixture: Path
+
+    @property
+    def items(self) -> Path:
+        return self.fixture / "items.json"
+
+    @property
+    def personas(self) -> Path:
+        return self.fixture / "personas.json"
+
+    @property
+    def labels(self) -> Path:
+        return self.fixture / "labels.json"
+
+
+@dataclass(frozen=True)
+class _Fixture:
+    items: dict[str, FixtureItem]
+    personas: dict[str, FixturePersona]
+    labels: dict[tuple[str, str], bool]
+
+
+@dataclass
+class _Report:
+    tables: list[str]
+    problems: list[str]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every check; print tables and problems; return the exit status."""
+    paths = _parse_args(argv)
+    try:
+        report = _check_all(paths)
+    except Exception as exc:  # the boundary: one line, or the traceback under ATTEST_DEBUG=1
+        if os.environ.get("ATTEST_DEBUG") == "1":
+            raise
+        print(
+            f"corpus-check: internal error: {type(exc).__name__}: {exc}; rerun with ATTEST_DEBUG=1 for the traceback",
+            file=sys.stderr,
+        )
+        return 2
+    _print(report)
+    return 1 if report.problems else 0
+
+
+def _parse_args(argv: list[str] | None) -> _Paths:
+    parser = argparse.ArgumentParser(prog="python -m evals.corpus_check", description=__doc__)
+    parser.add_argument("--tagging", type=Path, default=Path("evals/tagging_cases.json"))
+    parser.add_argument("--reaction", type=Path, default=Path("evals/reaction_cases.json"))
+    parser.add_argument("--explanation", type=Path, default=Path("evals/explanation_cases.json"))
+    parser.add_argument("--fixture", type=Path, default=Path("examples/flows/corpus"))
+    args = parser.parse_args(argv)
+    return _Paths(args.tagging, args.reaction, args.explanation, args.fixture)
+
+
+def _print(report: _Report) -> None:
+    for table in report.tables:
+        print(table, end="\n\n")
+    for problem in report.problems:
+        print(problem)
+    count = len(report.problems)
+    print(f"corpus-check: {count} problem{'s' if count != 1 else ''}" if count else "corpus-check: clean")
+
+
+# --- running the checks ------------------------------------------------------------------
+
+
+def _check_all(paths: _Paths) -> _Report:
+    report = _Report(tables=[], problems=[])
+    fixture = _load_fixture(paths, report.problems)
+    tagging = _load(paths.tagging, TaggingCase, report.problems)
+    reaction = _load(paths.reaction, ReactionCase, report.problems)
+    explanation = _load(paths.explanation, ExplanationCase, report.problems)
+    if tagging is not None:
+        report.tables.append(_table("tagging", paths.tagging, tagging, ["tags"], _tag_count))
+        report.problems.extend(_check_tagging(paths.tagging, tagging))
+    if reaction is not None:
+        report.tables.append(_table("reaction", paths.reaction, reaction, _bool_headers("verdict"), _verdicts))
+        report.problems.extend(_check_reaction(paths.reaction, reaction))
+        if fixture is not None:
+            report.problems.extend(_check_fx(paths, reaction, fixture))
+    if explanation is not None:
+        report.tables.append(_table("explanation", paths.explanation, explanation, _bool_headers("refuse"), _refusals))
+        report.problems.extend(_check_explanation(paths.explanation, explanation))
+    return report
+
+
+def _load(path: Path, model: type[M], problems: list[str]) -> list[M] | None:
+    try:
+        return read_cases(path, model)
+    except CorpusError as exc:
+        problems.extend(exc.problems)
+        return None
+
+
+def _load_fixture(paths: _Paths, problems: list[str]) -> _Fixture | None:
+    items = _load(paths.items, FixtureItem, problems)
+    personas = _load(paths.personas, FixturePersona, problems)
+    labels = _load(paths.labels, FixtureLabel, problems)
+    if items is None or personas is None or labels is None:
+        return None
+    problems.extend(_label_coverage(paths.labels, items, personas, labels))
+    return _Fixture(
+        items={item.id: item for item in items},
+        personas={persona.id: persona for persona in personas},
+        labels={(label.persona, label.item): label.would_read for label in labels},
+    )
+
+
+def _check_tagging(path: Path, cases: list[TaggingCase]) -> Iterator[str]:
+    yield from _splits_present(path, cases)
+    yield from _tags_used(path, cases)
+    yield from _tags_repeated(path, cases)
+    yield from _duplicate_inputs(path, cases, ("title", "summary"))
+
+
+def _check_reaction(path: Path, cases: list[ReactionCase]) -> Iterator[str]:
+    yield from _splits_present(path, cases)
+    yield from _both_classes(path, cases, "verdict", lambda case: case.verdict)
+    yield from _duplicate_inputs(path, cases, ("persona", "interests", "title", "summary"))
+    yield from _reaction_families(path, cases)
+    yield from _families_in_dev(path, cases)
+
+
+def _check_fx(paths: _Paths, cases: list[ReactionCase], fixture: _Fixture) -> Iterator[str]:
+    expected = _fx_pairs(fixture)
+    yield from _fx_ids_known(paths.reaction, cases, expected)
+    yield from _fx_pairs_present(paths.reaction, cases, expected)
+    for case in cases:
+        if case.id in expected:
+            yield from _fx_matches(paths, case, fixture, expected[case.id])
+
+
+def _check_explanation(path: Path, cases: list[ExplanationCase]) -> Iterator[str]:
+    yield from _splits_present(path, cases)
+    yield from _both_classes(path, cases, "refuse", lambda case: case.refuse)
+    yield from _duplicate_inputs(path, cases, ("interests", "title", "summary"))
+    yield from _mentions_match_refuse(path, cases)
+    yield from _mentions_reachable(path, cases)
+    yield from _refusals_in_dev(path, cases)
+
+
+# --- rules shared by every corpus --------------------------------------------------------
+
+
+def _in_split(cases: Sequence[C], split: str) -> list[C]:
+    return [case for case in cases if case.split == split]
+
+
+def _splits_present(path: Path, cases: Sequence[AnyCase]) -> Iterator[str]:
+    for split in SPLITS:
+        if not _in_split(cases, split):
+            yield f"{path}: field 'split': no case in '{split}'; put some cases in {split}"
+
+
+def _both_classes(path: Path, cases: Sequence[C], field: str, value: Callable[[C], bool]) -> Iterator[str]:
+    for split in SPLITS:
+        group = _in_split(cases, split)
+        for wanted in (True, False):
+            if group and not any(value(case) is wanted for case in group):
+                yield (
+                    f"{path}: field '{field}': split '{split}' has no case with {field} {str(wanted).lower()}; add one"
+                )
+
+
+def _duplicate_inputs(path: Path, cases: Sequence[AnyCase], fields: tuple[str, ...]) -> Iterator[str]:
+    seen: dict[tuple[str, ...], str] = {}
+    for case in cases:
+        key = tuple(" ".join(str(getattr(case, name)).casefold().split()) for name in fields)
+        if key in seen:
+            yield f"{path}: case {case.id}: field '{'+'.join(fields)}': same inputs as case {seen[key]}"
+        else:
+            seen[key] = case.id
+
+
+# --- tagging -----------------------------------------------------------------------------
+
+
+def _tags_used(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
+    used = {tag for case in cases for tag in case.tags}
+    for tag in TAGS:
+        if tag not in used:
+            yield f"{path}: field 'tags': tag '{tag}' is used by no case; add a case that carries it"
+
+
+def _tags_repeated(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
+    for case in cases:
+        for tag, count in Counter(case.tags).items():
+            if count > 1:
+                yield f"{path}: case {case.id}: field 'tags': '{tag}' is listed {count} times"
+
+
+# --- reaction ----------------------------------------------------------------------------
+
+
+def _reaction_families(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    for case in cases:
+        if not case.id.startswith(_REACTION_FAMILIES):
+            families = ", ".join(f"{prefix}*" for prefix in _REACTION_FAMILIES)
+            yield f"{path}: case {case.id}: field 'id': belongs to no family; start it with one of {families}"
+
+
+def _families_in_dev(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    for case in cases:
+        if case.id.startswith(_DEV_ONLY_FAMILIES) and case.split != "dev":
+            family = case.id.split("-", 1)[0]
+            yield f"{path}: case {case.id}: field 'split': is '{case.split}'; every {family}-* case belongs in dev"
+
+
+def _fx_pairs(fixture: _Fixture) -> dict[str, tuple[str, str]]:
+    return {f"fx-{persona}-{item}": (persona, item) for persona in fixture.personas for item in fixture.items}
+
+
+def _fx_ids_known(path: Path, cases: Sequence[ReactionCase], expected: dict[str, tuple[str, str]]) -> Iterator[str]:
+    for case in cases:
+        if case.id.startswith("fx-") and case.id not in expected:
+            yield (
+                f"{path}: case {case.id}: field 'id': names no fixture persona and item; "
+                "fx ids are fx-<persona id>-<item id>"
+            )
+
+
+def _fx_pairs_present(path: Path, cases: Sequence[ReactionCase], expected: dict[str, tuple[str, str]]) -> Iterator[str]:
+    ids = {case.id for case in cases}
+    for case_id in expected:
+        if case_id not in ids:
+            yield f"{path}: case {case_id}: missing; every fixture persona x item pair needs its fx case"
+
+
+def _fx_matches(paths: _Paths, case: ReactionCase, fixture: _Fixture, pair: tuple[str, str]) -> Iterator[str]:
+    persona, item = fixture.personas[pair[0]], fixture.items[pair[1]]
+    sources = (
+        ("persona", persona.persona, f"{paths.personas} {persona.id}"),
+        ("interests", persona.interests, f"{paths.personas} {persona.id}"),
+        ("title", item.title, f"{paths.items} {item.id}"),
+        ("summary", item.summary, f"{paths.items} {item.id}"),
+    )
+    for field, wanted, source in sources:
+        got = getattr(case, field)
+        if got != wanted:
+            yield f"{paths.reaction}: case {case.id}: field '{field}': is {got!r} but {source} has {wanted!r}"
+    label = fixture.labels.get(pair)
+    if label is not None and case.verdict != label:
+        yield (
+            f"{paths.reaction}: case {case.id}: field 'verdict': is {str(case.verdict).lower()} "
+            f"but {paths.labels} has would_read {str(label).lower()}"
+        )
+    if item.id not in case.note:
+        yield f"{paths.reaction}: case {case.id}: field 'note': does not name fixture item {item.id}"
+
+
+def _label_coverage(
+    path: Path,
+    items: Sequence[FixtureItem],
+    personas: Sequence[FixturePersona],
+    labels: Sequence[FixtureLabel],
+) -> Iterator[str]:
+    wanted = {(persona.id, item.id) for persona in personas for item in items}
+    counts = Counter((label.persona, label.item) for label in labels)
+    for pair, count in counts.items():
+        if pair not in wanted:
+            yield f"{path}: label {pair[0]}/{pair[1]}: names an unknown persona or item"
+        elif count > 1:
+            yield f"{path}: label {pair[0]}/{pair[1]}: labelled {count} times; keep one"
+    for persona, item in sorted(wanted - counts.keys()):
+        yield f"{path}: label {persona}/{item}: missing; label every item x persona pair once"
+
+
+# --- explanation -------------------------------------------------------------------------
+
+
+def _mentions_match_refuse(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    for case in cases:
+        if case.refuse and case.must_mention_any:
+            yield f"{path}: case {case.id}: field 'must_mention_any': must be empty when refuse is true"
+        if not case.refuse and not case.must_mention_any:
+            yield (
+                f"{path}: case {case.id}: field 'must_mention_any': is empty but refuse is false; "
+                "list the topic words a correct explanation names"
+            )
+
+
+def _mentions_reachable(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    for case in cases:
+        text = " ".join((case.interests, case.title, case.summary)).casefold()
+        for index, word in enumerate(case.must_mention_any):
+            if word.casefold() not in text:
+                yield (
+                    f"{path}: case {case.id}: field 'must_mention_any.{index}': {word!r} "
+                    "appears in neither interests, title nor summary"
+                )
+
+
+def _refusals_in_dev(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    refusals = [case for case in cases if case.refuse]
+    in_dev = len(_in_split(refusals, "dev"))
+    needed = math.ceil(len(refusals) / 2)
+    if in_dev < needed:
+        yield (
+            f"{path}: field 'split': dev holds {in_dev} of {len(refusals)} refusals; "
+            f"move {needed - in_dev} more refusal case(s) to dev"
+        )
+
+
+# --- the table ---------------------------------------------------------------------------
+
+
+def _bool_headers(field: str) -> list[str]:
+    return [f"{field}=true", f"{field}=false"]
+
+
+def _tag_count(cases: Sequence[TaggingCase]) -> list[str]:
+    return [str(len({tag for case in cases for tag in case.tags}))]
+
+
+def _verdicts(cases: Sequence[ReactionCase]) -> list[str]:
+    return _true_false([case.verdict for case in cases])
+
+
+def _refusals(cases: Sequence[ExplanationCase]) -> list[str]:
+    return _true_false([case.refuse for case in cases])
+
+
+def _true_false(values: list[bool]) -> list[str]:
+    return [str(values.count(True)), str(values.count(False))]
+
+
+def _table(
+    name: str,
+    path: Path,
+    cases: list[C],
+    headers: list[str],
+    classes: Callable[[Sequence[C]], list[str]],
+) -> str:
+    groups = [(split, _in_split(cases, split)) for split in SPLITS] + [("all", cases)]
+    rows = [["split", "cases", *headers, "sha256"]]
+    rows += [[split, str(len(group)), *classes(group), split_sha256(group)[:12]] for split, group in groups]
+    return f"{name}  {path}\n" + _aligned(rows)
+
+
+def _aligned(rows: list[list[str]]) -> str:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,516 @@
+"""The corpora's success criteria, and one failing line per broken rule of corpus_check.
+
+Part (a) pins the real files. Part (b) builds a small corpus set in tmp_path that
+passes the check, then breaks one rule per variant and asserts the exact problem.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from attest.features import TAGS
+from evals import corpus_check
+from evals.cases import SPLITS, ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus import read_cases, split_sha256
+from evals.corpus_check import FixtureItem, FixtureLabel, FixturePersona, main
+
+REPO = Path(__file__).resolve().parents[1]
+Corpora = dict[str, Any]
+
+# --- (a) the real files ------------------------------------------------------------------
+
+REAL = [
+    pytest.param("evals/tagging_cases.json", TaggingCase, id="tagging"),
+    pytest.param("evals/reaction_cases.json", ReactionCase, id="reaction"),
+    pytest.param("evals/explanation_cases.json", ExplanationCase, id="explanation"),
+]
+
+
+def _classes(case: BaseModel) -> set[str]:
+    if isinstance(case, TaggingCase):
+        return set(case.tags)
+    if isinstance(case, ReactionCase):
+        return {f"verdict={case.verdict}"}
+    assert isinstance(case, ExplanationCase)
+    return {f"refuse={case.refuse}"}
+
+
+@pytest.mark.parametrize(("name", "model"), REAL)
+def test_real_corpus_meets_the_success_criteria(name: str, model: type[BaseModel]) -> None:
+    cases = read_cases(REPO / name, model)
+    assert len(cases) >= 40
+    ids = [case.id for case in cases]  # type: ignore[attr-defined]
+    assert len(set(ids)) == len(ids)
+    assert all(case.note.strip() for case in cases)  # type: ignore[attr-defined]
+    for split in SPLITS:
+        group = [case for case in cases if case.split == split]  # type: ignore[attr-defined]
+        assert group, f"{name}: no case in {split}"
+        assert len(set().union(*map(_classes, group))) >= 2, f"{name}: one class only in {split}"
+
+
+def test_real_bool_corpora_have_both_classes_per_split() -> None:
+    reaction = read_cases(REPO / "evals/reaction_cases.json", ReactionCase)
+    explanation = read_cases(REPO / "evals/explanation_cases.json", ExplanationCase)
+    for split in SPLITS:
+        assert {case.verdict for case in reaction if case.split == split} == {True, False}
+        assert {case.refuse for case in explanation if case.split == split} == {True, False}
+
+
+def test_real_tagging_corpus_has_51_cases_and_uses_every_tag() -> None:
+    cases = read_cases(REPO / "evals/tagging_cases.json", TaggingCase)
+    assert len(cases) == 51
+    assert {tag for case in cases for tag in case.tags} == set(TAGS)
+
+
+def test_real_fixture_has_the_documented_size() -> None:
+    fixture = REPO / "examples/flows/corpus"
+    assert len(read_cases(fixture / "items.json", FixtureItem)) == 40
+    personas = read_cases(fixture / "personas.json", FixturePersona)
+    assert sorted(persona.id for persona in personas) == ["chemist", "ml-engineer"]
+    assert len(read_cases(fixture / "labels.json", FixtureLabel)) == 80
+
+
+def test_corpus_check_module_passes_on_the_real_files() -> None:
+    env = {**os.environ, "PYTHONPATH": "src:."}
+    done = subprocess.run(
+        [sys.executable, "-m", "evals.corpus_check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "corpus-check: clean" in done.stdout
+
+
+# --- (b) a small valid base, then one broken rule per variant -----------------------------
+
+_CHEMIST = "A synthetic organic chemist who runs cross-coupling reactions at the bench."
+_CHEMIST_INTERESTS = "I care about catalysis, new C-N couplings and reaction conditions I can try next week."
+_ML = "An ML engineer who trains and serves language models in production."
+_ML_INTERESTS = "I follow language model training, evaluation and inference efficiency."
+_ITEM_1 = ("Room-temperature nickel catalysis for C-N coupling", "Aryl chlorides couple with amines at 25 C.")
+_ITEM_2 = ("Sparse mixture-of-experts scaling laws", "Loss follows a power law in active parameters.")
+
+
+def _reaction(case_id: str, split: str, persona: tuple[str, str], item: tuple[str, str], verdict: bool) -> Any:
+    note = f"targets a missed verdict; from fixture {case_id[-7:]}" if case_id.startswith("fx-") else "hard case"
+    return {
+        "id": case_id,
+        "split": split,
+        "note": note,
+        "persona": persona[0],
+        "interests": persona[1],
+        "title": item[0],
+        "summary": item[1],
+        "verdict": verdict,
+    }
+
+
+def _tagging() -> list[dict[str, Any]]:
+    groups = [list(TAGS[start : start + 4]) for start in range(0, len(TAGS), 4)]
+    return [
+        {
+            "id": f"tag-{index:02d}",
+            "split": "train" if index < 5 else "dev",
+            "note": "the tags drift to neighbours",
+            "title": "A study touching " + " and ".join(tags),
+            "summary": f"Work number {index} on " + ", ".join(tags) + ".",
+            "tags": tags,
+        }
+        for index, tags in enumerate(groups)
+    ]
+
+
+def _explanation(case_id: str, split: str, title: str, refuse: bool, words: list[str]) -> Any:
+    return {
+        "id": case_id,
+        "split": split,
+        "note": "the model invents a match" if refuse else "the explanation misses the topic",
+        "interests": _CHEMIST_INTERESTS,
+        "title": title,
+        "summary": "A short abstract.",
+        "refuse": refuse,
+        "must_mention_any": words,
+    }
+
+
+def base_corpora() -> Corpora:
+    """Three small corpora and a fixture that together pass corpus_check."""
+    chemist, ml = (_CHEMIST, _CHEMIST_INTERESTS), (_ML, _ML_INTERESTS)
+    return {
+        "items": [{"id": f"item-0{n}", "title": t, "summary": s} for n, (t, s) in ((1, _ITEM_1), (2, _ITEM_2))],
+        "personas": [
+            {"id": "chemist", "name": "Ana", "persona": _CHEMIST, "interests": _CHEMIST_INTERESTS},
+            {"id": "ml-engineer", "name": "Bo", "persona": _ML, "interests": _ML_INTERESTS},
+        ],
+        "labels": [
+            {"persona": "chemist", "item": "item-01", "would_read": True},
+            {"persona": "chemist", "item": "item-02", "would_read": False},
+            {"persona": "ml-engineer", "item": "item-01", "would_read": False},
+            {"persona": "ml-engineer", "item": "item-02", "would_read": True},
+        ],
+        "reaction": [
+            _reaction("fx-chemist-item-01", "train", chemist, _ITEM_1, True),
+            _reaction("fx-chemist-item-02", "train", chemist, _ITEM_2, False),
+            _reaction("fx-ml-engineer-item-01", "dev", ml, _ITEM_1, False),
+            _reaction("fx-ml-engineer-item-02", "dev", ml, _ITEM_2, True),
+            _reaction("bait-01", "dev", chemist, ("AI accelerates science", "Agents will transform labs."), False),
+            _reaction("adjacent-01", "dev", ml, ("Bayesian hierarchical models", "Partial pooling of groups."), False),
+            _reaction("terse-01", "train", chemist, ("Pd-free Suzuki coupling", "Iron works."), True),
+        ],
+        "tagging": _tagging(),
+        "explanation": [
+            _explanation("match-01", "train", "Nickel catalysis for amination", False, ["catalysis", "nickel"]),
+            _explanation("refuse-01", "train", "Termite mound ventilation", True, []),
+            _explanation("match-02", "dev", "Photoredox C-N couplings", False, ["C-N coupling"]),
+            _explanation("refuse-02", "dev", "Medieval trade routes", True, []),
+            _explanation("refuse-03", "dev", "Penguin huddling thermodynamics", True, []),
+        ],
+    }
+
+
+_FILES = {
+    "tagging": "tagging_cases.json",
+    "reaction": "reaction_cases.json",
+    "explanation": "explanation_cases.json",
+    "items": "corpus/items.json",
+    "personas": "corpus/personas.json",
+    "labels": "corpus/labels.json",
+}
+
+
+def write_corpora(root: Path, corpora: Corpora) -> list[str]:
+    """Write each corpus (a list, or raw text) under root; return the argv for main."""
+    (root / "corpus").mkdir(exist_ok=True)
+    for key, name in _FILES.items():
+        value = corpora[key]
+        (root / name).write_text(value if isinstance(value, str) else json.dumps(value, indent=1), encoding="utf-8")
+    return [
+        *("--tagging", str(root / _FILES["tagging"])),
+        *("--reaction", str(root / _FILES["reaction"])),
+        *("--explanation", str(root / _FILES["explanation"])),
+        *("--fixture", str(root / "corpus")),
+    ]
+
+
+def problem_lines(output: str, root: Path) -> list[str]:
+    """The lines of main's output that report a problem: each starts with a file under root."""
+    return [line for line in output.splitlines() if line.startswith(f"{root}/")]
+
+
+def _case(corpora: Corpora, key: str, case_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(case for case in corpora[key] if case.get("id") == case_id)
+    return found
+
+
+def _set(key: str, case_id: str, field: str, value: object) -> Callable[[Corpora], None]:
+    def edit(corpora: Corpora) -> None:
+        _case(corpora, key, case_id)[field] = value
+
+    return edit
+
+
+def _drop(key: str, case_id: str, field: str) -> Callable[[Corpora], None]:
+    def edit(corpora: Corpora) -> None:
+        del _case(corpora, key, case_id)[field]
+
+    return edit
+
+
+def _remove(key: str, case_id: str) -> Callable[[Corpora], None]:
+    def edit(corpora: Corpora) -> None:
+        corpora[key].remove(_case(corpora, key, case_id))
+
+    return edit
+
+
+def _add_copy(key: str, case_id: str, new_id: str) -> Callable[[Corpora], None]:
+    def edit(corpora: Corpora) -> None:
+        corpora[key].append({**_case(corpora, key, case_id), "id": new_id})
+
+    return edit
+
+
+def _label_twice(corpora: Corpora) -> None:
+    corpora["labels"].append(dict(corpora["labels"][0]))
+
+
+def _label_unknown_persona(corpora: Corpora) -> None:
+    corpora["labels"].append({"persona": "biologist", "item": "item-01", "would_read": True})
+
+
+def _copy_inputs(corpora: Corpora) -> None:
+    first, second = corpora["tagging"][0], corpora["tagging"][1]
+    second["title"], second["summary"] = first["title"].upper(), "  " + first["summary"]
+
+
+def _flip_label(corpora: Corpora) -> None:
+    corpora["labels"][0]["would_read"] = False
+
+
+def _trailing_comma(corpora: Corpora) -> None:
+    corpora["reaction"] = json.dumps(corpora["reaction"], indent=1)[:-2] + ",\n]"
+
+
+def _all_tagging_in_train(corpora: Corpora) -> None:
+    for case in corpora["tagging"]:
+        case["split"] = "train"
+
+
+def _drop_label(corpora: Corpora) -> None:
+    del corpora["labels"][1]
+
+
+BROKEN = [
+    pytest.param(
+        _drop("reaction", "fx-chemist-item-01", "verdict"),
+        ["reaction_cases.json: case fx-chemist-item-01: field 'verdict': Field required"],
+        id="missing-field",
+    ),
+    pytest.param(
+        _set("explanation", "refuse-02", "refuse", "yes"),
+        ["explanation_cases.json: case refuse-02: field 'refuse': Input should be a valid boolean"],
+        id="wrong-type",
+    ),
+    pytest.param(
+        _set("tagging", "tag-03", "id", "tag-01"),
+        ["tagging_cases.json: case tag-01: field 'id': duplicate id (also case #1)"],
+        id="duplicate-id",
+    ),
+    pytest.param(
+        _set("reaction", "bait-01", "split", "test"),
+        ["reaction_cases.json: case bait-01: field 'split': Input should be 'train' or 'dev'"],
+        id="unknown-split",
+    ),
+    pytest.param(
+        _set("explanation", "match-01", "note", "  "),
+        ["explanation_cases.json: case match-01: field 'note': String should have at least 1 character"],
+        id="empty-note",
+    ),
+    pytest.param(
+        _set("tagging", "tag-02", "tags", ["catalysis", "astrobiology"]),
+        ["tagging_cases.json: case tag-02: field 'tags.1': Input should be 'organic-synthesis'"],
+        id="unknown-tag",
+    ),
+    pytest.param(
+        _set("explanation", "match-02", "must_mention_any", ["zeolite"]),
+        ["explanation_cases.json: case match-02: field 'must_mention_any.0': 'zeolite' appears in neither"],
+        id="unreachable-must-mention",
+    ),
+    pytest.param(
+        _flip_label,
+        [
+            "reaction_cases.json: case fx-chemist-item-01: field 'verdict': is true but "
+            "{root}/corpus/labels.json has would_read false"
+        ],
+        id="fixture-label-disagrees",
+    ),
+    pytest.param(
+        _trailing_comma,
+        ["reaction_cases.json: not JSON: trailing comma at line 71 column 3; fix the JSON syntax"],
+        id="not-json",
+    ),
+    pytest.param(
+        _set("reaction", "bait-01", "split", "train"),
+        ["reaction_cases.json: case bait-01: field 'split': is 'train'; every bait-* case belongs in dev"],
+        id="bait-in-train",
+    ),
+    pytest.param(
+        _set("reaction", "adjacent-01", "split", "train"),
+        ["reaction_cases.json: case adjacent-01: field 'split': is 'train'; every adjacent-* case belongs in dev"],
+        id="adjacent-in-train",
+    ),
+    pytest.param(
+        _copy_inputs,
+        ["tagging_cases.json: case tag-01: field 'title+summary': same inputs as case tag-00"],
+        id="duplicate-inputs",
+    ),
+    pytest.param(
+        _add_copy("reaction", "terse-01", "crossover-01"),
+        [
+            "reaction_cases.json: case crossover-01: field 'persona+interests+title+summary': "
+            "same inputs as case terse-01"
+        ],
+        id="duplicate-reaction-inputs",
+    ),
+    pytest.param(
+        _add_copy("explanation", "refuse-02", "refuse-04"),
+        ["explanation_cases.json: case refuse-04: field 'interests+title+summary': same inputs as case refuse-02"],
+        id="duplicate-explanation-inputs",
+    ),
+    pytest.param(
+        _set("reaction", "fx-chemist-item-02", "split", "dev"),
+        ["reaction_cases.json: field 'verdict': split 'train' has no case with verdict false; add one"],
+        id="verdict-class-missing-in-split",
+    ),
+    pytest.param(
+        _label_twice,
+        ["corpus/labels.json: label chemist/item-01: labelled 2 times; keep one"],
+        id="fixture-label-twice",
+    ),
+    pytest.param(
+        _label_unknown_persona,
+        ["corpus/labels.json: label biologist/item-01: names an unknown persona or item"],
+        id="fixture-label-unknown-persona",
+    ),
+    pytest.param(
+        _set("items", "item-02", "url", "https://example.org/2"),
+        ["corpus/items.json: case item-02: field 'url': Extra inputs are not permitted"],
+        id="fixture-item-extra-field",
+    ),
+    pytest.param(
+        _set("personas", "chemist", "interests", ""),
+        ["corpus/personas.json: case chemist: field 'interests': String should have at least 1 character"],
+        id="fixture-persona-empty-interests",
+    ),
+    pytest.param(
+        _set("reaction", "fx-chemist-item-02", "summary", "Loss follows a power law."),
+        [
+            "reaction_cases.json: case fx-chemist-item-02: field 'summary': is 'Loss follows a power law.' "
+            "but {root}/corpus/items.json item-02 has 'Loss follows a power law in active parameters.'"
+        ],
+        id="fx-text-differs",
+    ),
+    pytest.param(
+        _remove("reaction", "fx-ml-engineer-item-01"),
+        ["reaction_cases.json: case fx-ml-engineer-item-01: missing; every fixture persona x item pair"],
+        id="fx-pair-missing",
+    ),
+    pytest.param(
+        _set("reaction", "fx-chemist-item-01", "id", "fx-chemist-item-09"),
+        [
+            "reaction_cases.json: case fx-chemist-item-09: field 'id': names no fixture persona and item",
+            "reaction_cases.json: case fx-chemist-item-01: missing",
+        ],
+        id="fx-id-unknown",
+    ),
+    pytest.param(
+        _set("reaction", "fx-chemist-item-02", "note", "a plain negative"),
+        ["reaction_cases.json: case fx-chemist-item-02: field 'note': does not name fixture item item-02"],
+        id="fx-note-without-item",
+    ),
+    pytest.param(
+        _set("reaction", "terse-01", "id", "hard-01"),
+        ["reaction_cases.json: case hard-01: field 'id': belongs to no family"],
+        id="reaction-id-without-family",
+    ),
+    pytest.param(
+        _drop_label,
+        ["corpus/labels.json: label chemist/item-02: missing; label every item x persona pair once"],
+        id="fixture-label-missing",
+    ),
+    pytest.param(
+        _set("tagging", "tag-06", "tags", ["catalysis"]),
+        ["tagging_cases.json: field 'tags': tag 'ml-for-chemistry' is used by no case"],
+        id="tag-unused",
+    ),
+    pytest.param(
+        _set("tagging", "tag-06", "tags", ["ml-for-chemistry", "ml-for-chemistry"]),
+        ["tagging_cases.json: case tag-06: field 'tags': 'ml-for-chemistry' is listed 2 times"],
+        id="tag-repeated",
+    ),
+    pytest.param(
+        _all_tagging_in_train,
+        ["tagging_cases.json: field 'split': no case in 'dev'"],
+        id="split-missing",
+    ),
+    pytest.param(
+        _set("explanation", "refuse-01", "split", "dev"),
+        ["explanation_cases.json: field 'refuse': split 'train' has no case with refuse true"],
+        id="class-missing-in-split",
+    ),
+    pytest.param(
+        _set("explanation", "refuse-03", "split", "train"),
+        ["explanation_cases.json: field 'split': dev holds 1 of 3 refusals; move 1 more"],
+        id="refusals-mostly-in-train",
+    ),
+    pytest.param(
+        _set("explanation", "refuse-01", "must_mention_any", ["Termite"]),
+        ["explanation_cases.json: case refuse-01: field 'must_mention_any': must be empty when refuse is true"],
+        id="must-mention-on-refusal",
+    ),
+    pytest.param(
+        _set("explanation", "match-01", "must_mention_any", []),
+        ["explanation_cases.json: case match-01: field 'must_mention_any': is empty but refuse is false"],
+        id="must-mention-missing",
+    ),
+]
+
+
+def test_base_corpora_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(write_corpora(tmp_path, base_corpora())) == 0
+    out = capsys.readouterr().out
+    assert problem_lines(out, tmp_path) == []
+    assert out.rstrip().endswith("corpus-check: clean")
+    for name in ("tagging", "reaction", "explanation"):
+        assert f"{name}  {tmp_path}/{name}_cases.json" in out
+
+
+@pytest.mark.parametrize(("breaking", "expected"), BROKEN)
+def test_each_broken_rule_gives_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], breaking: Callable[[Corpora], None], expected: list[str]
+) -> None:
+    corpora = copy.deepcopy(base_corpora())
+    breaking(corpora)
+    assert main(write_corpora(tmp_path, corpora)) == 1
+    captured = capsys.readouterr()
+    lines = problem_lines(captured.out, tmp_path)
+    assert len(lines) == len(expected), lines
+    for wanted in expected:
+        wanted = f"{tmp_path}/" + wanted.replace("{root}", str(tmp_path))
+        assert any(line.startswith(wanted) for line in lines), (wanted, lines)
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_table_shows_counts_and_classes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(write_corpora(tmp_path, base_corpora()))
+    out = capsys.readouterr().out
+    reaction = out.split(f"reaction  {tmp_path}/reaction_cases.json\n")[1].split("\n\n")[0].splitlines()
+    assert reaction[0].split() == ["split", "cases", "verdict=true", "verdict=false", "sha256"]
+    assert reaction[1].split()[:4] == ["train", "3", "2", "1"]
+    assert reaction[2].split()[:4] == ["dev", "4", "1", "3"]
+    assert reaction[3].split()[:4] == ["all", "7", "3", "4"]
+
+
+def test_table_sha256_is_split_sha256_of_the_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpora = base_corpora()
+    main(write_corpora(tmp_path, corpora))
+    first = capsys.readouterr().out
+    cases = read_cases(tmp_path / "reaction_cases.json", ReactionCase)
+    for split in SPLITS:
+        digest = split_sha256([case for case in cases if case.split == split])[:12]
+        assert f" {digest}\n" in first
+    _set("reaction", "terse-01", "note", "another note")(corpora)
+    main(write_corpora(tmp_path, corpora))
+    second = capsys.readouterr().out
+    dev = split_sha256([case for case in cases if case.split == "dev"])[:12]
+    train = split_sha256([case for case in cases if case.split == "train"])[:12]
+    assert f" {dev}\n" in second
+    assert f" {train}\n" not in second
+
+
+def test_internal_error_is_one_line_unless_debug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = write_corpora(tmp_path, base_corpora())
+
+    def broken(path: Path, model: type[BaseModel]) -> list[BaseModel]:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(corpus_check, "read_cases", broken)
+    monkeypatch.delenv("ATTEST_DEBUG", raising=False)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "corpus-check: internal error: RuntimeError: disk on fire; rerun with ATTEST_DEBUG=1 for the traceback"
+    )
+    monkeypatch.setenv("ATTEST_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        main(argv)
