@@ -93,7 +93,9 @@ class Entry:
         return cls(**asdict(response), created=time.time())
 
     def response(self) -> ChatResponse:
-        return ChatResponse(self.text, self.latency_s, self.prompt_tokens, self.completion_tokens, self.model, self.digest)
+        return ChatResponse(
+            self.text, self.latency_s, self.prompt_tokens, self.completion_tokens, self.model, self.digest
+        )
 
 
 class JSONDisk(diskcache.Disk):  # type: ignore[misc]
@@ -126,10 +128,13 @@ class ResponseCache:
         self.warnings: list[str] = []
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            self._db = diskcache.Cache(str(directory / "responses"), disk=JSONDisk, timeout=60, eviction_policy="none", size_limit=2**40)
+            self._db = diskcache.Cache(
+                str(directory / "responses"), disk=JSONDisk, timeout=60, eviction_policy="none", size_limit=2**40
+            )
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(
-                f"cannot open the cache in {directory} ({exc}): give a writable directory with --cache-dir or ATTEST_CACHE_DIR"
+                f"cannot open the cache in {directory} ({exc}): "
+                "give a writable directory with --cache-dir or ATTEST_CACHE_DIR"
             ) from None
 
     def get(self, key: str) -> Entry | None:
@@ -145,7 +150,7 @@ class ResponseCache:
         except TypeError as exc:
             return self._corrupt(key, f"unexpected shape: {exc}")
 
-    def _corrupt(self, key: str, why: str) -> None:
+    def _corrupt(self, key: str, why: str) -> Entry | None:
         self.warnings.append(f"cache entry {key[:12]} is unreadable ({why}); treating it as missing and regenerating")
         return None
 

@@ -37,10 +37,17 @@ def score_one(case: ExplanationCase, out: str) -> dict[str, Any]:
     text = parsed.text.strip()
     refused = text == REFUSAL
     if case.refuse:
-        errors = [] if refused else [f"no stated interest matches, so the answer must be exactly {REFUSAL!r}; got {text!r}"]
+        errors = (
+            [] if refused else [f"no stated interest matches, so the answer must be exactly {REFUSAL!r}; got {text!r}"]
+        )
         return {"id": case.id, "score": float(refused), "errors": errors, "refused": refused}
     if refused:
-        return {"id": case.id, "score": 0.0, "errors": [f"refused, but the item shares {case.must_mention_any}"], "refused": True}
+        return {
+            "id": case.id,
+            "score": 0.0,
+            "errors": [f"refused, but the item shares {case.must_mention_any}"],
+            "refused": True,
+        }
     errors = _explanation_errors(case, text)
     return {"id": case.id, "score": 1.0 - len(errors) / 4, "errors": errors, "refused": False}
 

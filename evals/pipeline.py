@@ -30,6 +30,8 @@ from evals.cases import AnyCase
 from evals.corpus import read_cases, split_sha256
 
 __all__ = [
+    "CacheOnlyChat",
+    "CachedChat",
     "CaseResult",
     "EvalResult",
     "GenerateStats",
@@ -37,8 +39,6 @@ __all__ = [
     "Planned",
     "SampleChat",
     "Task",
-    "CachedChat",
-    "CacheOnlyChat",
     "evaluate",
     "generate",
     "load_cases",
@@ -107,7 +107,7 @@ class Planned:
 def plan(task: Task[C], cases: Sequence[C], identity: Identity, repeat: int) -> list[Planned]:
     """Render every case once through the production renderer and key each sample."""
     schema = task.schema
-    planned = []
+    planned: list[Planned] = []
     for case in cases:
         messages = task.render(case)
         planned.extend(Planned(case, i, messages, request_key(identity, messages, schema, i)) for i in range(repeat))
@@ -181,7 +181,12 @@ Progress = Callable[[GenerateStats], None]
 
 
 def generate(
-    task: Task[Any], planned: Sequence[Planned], chat: CachedChat, *, concurrency: int = 1, progress: Progress | None = None
+    task: Task[Any],
+    planned: Sequence[Planned],
+    chat: CachedChat,
+    *,
+    concurrency: int = 1,
+    progress: Progress | None = None,
 ) -> GenerateStats:
     """Fill the cache for every planned sample; at most `concurrency` model calls in flight.
 
@@ -312,9 +317,7 @@ def evaluate(
     return _aggregate(task, cases, results)
 
 
-def score_planned(
-    task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: ResponseCache
-) -> EvalResult:
+def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: ResponseCache) -> EvalResult:
     """The score stage for a run: each (case, sample, key) scored from the cache, no network."""
     cases: dict[str, AnyCase] = {}
     results = []
@@ -346,7 +349,13 @@ def new_run_id(task: str) -> str:
 
 
 def manifest_for(
-    task: Task[Any], run_id: str, identity: Identity, corpus: Sequence[AnyCase], split: str, repeat: int, planned: Sequence[Planned]
+    task: Task[Any],
+    run_id: str,
+    identity: Identity,
+    corpus: Sequence[AnyCase],
+    split: str,
+    repeat: int,
+    planned: Sequence[Planned],
 ) -> dict[str, Any]:
     """The run manifest: enough to re-score the run later without the model. `corpus` is the whole file."""
     return {
@@ -388,6 +397,11 @@ def stderr_progress(label: str) -> Progress:
             return
         state["last"] = now
         line = f"{label}: {done}/{stats.samples} samples (hits {stats.hits}, misses {stats.misses})"
-        print(("\r" + line) if tty else line, end="" if tty and done < stats.samples else "\n", file=sys.stderr, flush=True)
+        print(
+            ("\r" + line) if tty else line,
+            end="" if tty and done < stats.samples else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return show

@@ -85,7 +85,9 @@ def summarise(cases: Sequence[ReactionCase], results: Sequence[dict[str, Any]]) 
     """The verdict metrics over the valid answers, and the confidence histogram by verdict."""
     label = {c.id: c.verdict for c in cases}
     valid = [r for r in results if r.get("verdict") is not None]
-    metrics = score_verdicts([label[r["id"]] for r in valid], [r["verdict"] for r in valid], [r["confidence"] for r in valid])
+    metrics = score_verdicts(
+        [label[r["id"]] for r in valid], [r["verdict"] for r in valid], [r["confidence"] for r in valid]
+    )
     histogram = Counter(f"{'yes' if r['verdict'] else 'no'}-{r['confidence']}" for r in valid)
     return {**metrics, "invalid": len(results) - len(valid), "confidence_histogram": dict(sorted(histogram.items()))}
 

@@ -73,7 +73,9 @@ def rescore_run(run_dir: Path, cache: ResponseCache, corpus: Path | None = None)
     cases: dict[str, AnyCase] = {c.id: c for c in load_cases(task, corpus or Path(manifest["corpus"]))}
     gone = sorted({s["case"] for s in manifest["samples"]} - set(cases))
     if gone:
-        raise RunError(f"{run_dir.name}: cases {gone[:5]} are no longer in {manifest['corpus']}; rescore with --corpus OLD_FILE")
+        raise RunError(
+            f"{run_dir.name}: cases {gone[:5]} are no longer in {manifest['corpus']}; rescore with --corpus OLD_FILE"
+        )
     samples = ((cases[s["case"]], int(s["sample"]), str(s["key"])) for s in manifest["samples"])
     return manifest, score_planned(task, samples, cache)
 
@@ -87,7 +89,9 @@ def _old_score(run_dir: Path) -> float | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rescore", description="Re-score past runs from the cache; never calls a model.")
+    parser = argparse.ArgumentParser(
+        prog="rescore", description="Re-score past runs from the cache; never calls a model."
+    )
     parser.add_argument("--run", help="re-score this run id only")
     parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
@@ -114,9 +118,15 @@ def _rescore(args: argparse.Namespace) -> int:
         manifest, result = rescore_run(run_dir, cache)
         old = _old_score(run_dir)
         print(f"{run_dir.name:<36} {result.task:<12} {result.n:>7} {_f(old):>7} {result.overall:>7.3f}")
-        write_json(run_dir / "rescore.json", {"run_id": manifest["run_id"], "rescored_at": time.time(), "old_overall": old, **result.to_json()})
+        write_json(
+            run_dir / "rescore.json",
+            {"run_id": manifest["run_id"], "rescored_at": time.time(), "old_overall": old, **result.to_json()},
+        )
     samples = sum(len(_manifest(r)["samples"]) for r in runs)
-    print(f"re-scored {len(runs)} run(s), {samples} samples, in {time.perf_counter() - start:.3f} s from the cache (no backend exists in rescore)")
+    print(
+        f"re-scored {len(runs)} run(s), {samples} samples, in {time.perf_counter() - start:.3f} s "
+        "from the cache (no backend exists in rescore)"
+    )
     for warning in cache.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0

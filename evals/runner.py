@@ -92,7 +92,9 @@ def _run(task: Task[Any], args: argparse.Namespace) -> int:
     write_json(run_dir / "manifest.json", manifest)
     concurrency = args.concurrency or DEFAULT_CONCURRENCY.get(backend.kind, 1)
     chat = CachedChat(backend, cache, identity)
-    stats = generate(task, planned, chat, concurrency=concurrency, progress=stderr_progress(f"{task.name} {args.split}"))
+    stats = generate(
+        task, planned, chat, concurrency=concurrency, progress=stderr_progress(f"{task.name} {args.split}")
+    )
     write_json(run_dir / "manifest.json", {**manifest, "status": "complete", "generate_seconds": stats.seconds})
     result = score_planned(task, ((p.case, p.sample, p.key) for p in planned), cache)
     report = _report(result, stats, run_id, manifest)
@@ -122,7 +124,9 @@ def print_report(
 ) -> None:
     """The human-readable report: score, worst cases, latency, cache, task metrics."""
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
-    print(f"{result.task} eval, {manifest['split']} split, {manifest['backend']} {manifest['model']} (run {run_dir.name})")
+    print(
+        f"{result.task} eval, {manifest['split']} split, {manifest['backend']} {manifest['model']} (run {run_dir.name})"
+    )
     print(f"  mean score      {result.overall:.3f} over {result.n} samples")
     print(f"  median latency  {latency} (recorded at generation)")
     if stats is not None:

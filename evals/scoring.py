@@ -11,7 +11,24 @@ from attest.llm import ModelOutputError, parse_answer
 __all__ = ["parse_or_error", "title_words"]
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9-]{3,}")
-_COMMON = frozenset("with from into that this their using based toward towards over under between among".split())
+_COMMON = frozenset(
+    [
+        "with",
+        "from",
+        "into",
+        "that",
+        "this",
+        "their",
+        "using",
+        "based",
+        "toward",
+        "towards",
+        "over",
+        "under",
+        "between",
+        "among",
+    ]
+)
 
 
 def parse_or_error(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:

@@ -78,7 +78,9 @@ def gate(candidate: EvalResult, baseline: EvalResult, *, min_gain: float = 0.01)
     """Accept `candidate` only if, on the same dev cases, its mean beats the baseline's by `min_gain`."""
     cand, base = candidate.by_case(), baseline.by_case()
     if set(cand) != set(base) or not cand:
-        return GateDecision(False, f"not comparable: candidate has {len(cand)} cases, baseline {len(base)}, not the same ids")
+        return GateDecision(
+            False, f"not comparable: candidate has {len(cand)} cases, baseline {len(base)}, not the same ids"
+        )
     gain = candidate.overall - baseline.overall
     better = sum(cand[c] > base[c] for c in cand)
     worse = sum(cand[c] < base[c] for c in cand)

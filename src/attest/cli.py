@@ -30,14 +30,18 @@ def _parser() -> argparse.ArgumentParser:
     tag = sub.add_parser("tag", help="tag items with topics from the vocabulary; prints JSON")
     tag.add_argument("title", nargs="?", help="the item's title")
     tag.add_argument("summary", nargs="?", help="the item's summary")
-    tag.add_argument("--file", type=Path, help="a JSON-lines file of {\"title\", \"summary\"} objects (\"id\" optional)")
+    tag.add_argument("--file", type=Path, help='a JSON-lines file of {"title", "summary"} objects ("id" optional)')
     add_backend_options(tag)
     return parser
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
     """The options every entry point shares for choosing and tuning a backend."""
-    parser.add_argument("--backend", choices=("auto", "ollama", "openai", "local", "stub"), help="model backend (env ATTEST_BACKEND; default ollama)")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "ollama", "openai", "local", "stub"),
+        help="model backend (env ATTEST_BACKEND; default ollama)",
+    )
     parser.add_argument("--model", help="model name (env ATTEST_MODEL; Ollama default gemma4:e2b)")
     parser.add_argument("--retries", type=int, default=3, help="attempts per request on transport faults (default 3)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer (default 120)")

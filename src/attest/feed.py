@@ -46,7 +46,9 @@ class Rating:
 def simulate_ratings(persona: Persona, items: Sequence[Item], *, chat_json: ChatJSON | None = None) -> list[Rating]:
     """Ask whether `persona` would read each item, in order."""
     return [
-        Rating(item.id, react_to_item(persona.persona, persona.interests, item.title, item.summary, chat_json=chat_json))
+        Rating(
+            item.id, react_to_item(persona.persona, persona.interests, item.title, item.summary, chat_json=chat_json)
+        )
         for item in items
     ]
 

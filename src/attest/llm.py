@@ -160,7 +160,9 @@ class Backend(Protocol):
 
     kind: str
     model: str
-    options: Mapping[str, Any]
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
 
     def digest(self) -> str: ...
 
@@ -329,7 +331,13 @@ class OllamaBackend:
         opts = {k: v for k, v in self.options.items() if k != "max_tokens"}
         if "max_tokens" in self.options:
             opts["num_predict"] = self.options["max_tokens"]
-        body = {"model": self.model, "messages": list(messages), "stream": False, "format": dict(schema), "options": opts}
+        body = {
+            "model": self.model,
+            "messages": list(messages),
+            "stream": False,
+            "format": dict(schema),
+            "options": opts,
+        }
         data, latency = _post(self._client, url, body, self.retry, self._describe, "Ollama", _OLLAMA_HINT)
         message = data.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("content"), str):
@@ -415,15 +423,22 @@ class OpenAIBackend:
         name = str(schema.get("title", "answer"))
         body: dict[str, Any] = {
             "messages": list(messages),
-            "response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema), "strict": True}},
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": dict(schema), "strict": True},
+            },
             **self.options,
         }
         if self.model:
             body["model"] = self.model
-        data, latency = _post(self._client, url, body, self.retry, self._describe, "the server", _OPENAI_HINT, self._headers)
+        data, latency = _post(
+            self._client, url, body, self.retry, self._describe, "the server", _OPENAI_HINT, self._headers
+        )
         text = _first_choice_text(data)
         if text is None:
-            raise BackendError(f"the server at {url} answered without choices[0].message.content", url=url, retryable=True)
+            raise BackendError(
+                f"the server at {url} answered without choices[0].message.content", url=url, retryable=True
+            )
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         assert isinstance(usage, dict)
         if self._digest is None:
@@ -505,16 +520,31 @@ class StubBackend:
 # --- construction ---------------------------------------------------------------------
 
 
-def make_backend(settings: Settings, client: httpx.Client | None = None, *, notice: Callable[[str], None] | None = None) -> Backend:
+def make_backend(
+    settings: Settings, client: httpx.Client | None = None, *, notice: Callable[[str], None] | None = None
+) -> Backend:
     """Build the backend `settings` names; `auto` probes Ollama and falls back to `local`."""
     say = notice or _stderr_notice
     if settings.backend == "stub":
         return StubBackend(settings.options)
     if settings.backend == "ollama":
-        return OllamaBackend(settings.model or DEFAULT_OLLAMA_MODEL, host=settings.ollama_host, client=client, options=settings.options, retry=settings.retry)
+        return OllamaBackend(
+            settings.model or DEFAULT_OLLAMA_MODEL,
+            host=settings.ollama_host,
+            client=client,
+            options=settings.options,
+            retry=settings.retry,
+        )
     if settings.backend == "openai":
         key = os.environ.get("ATTEST_OPENAI_API_KEY") or None
-        return OpenAIBackend(settings.model, base_url=settings.openai_base_url, client=client, options=settings.options, retry=settings.retry, api_key=key)
+        return OpenAIBackend(
+            settings.model,
+            base_url=settings.openai_base_url,
+            client=client,
+            options=settings.options,
+            retry=settings.retry,
+            api_key=key,
+        )
     if settings.backend == "local":
         return _local_backend(settings, client)
     return _auto_backend(settings, client, say)
@@ -537,19 +567,22 @@ def _local_backend(settings: Settings, client: httpx.Client | None) -> Backend:
 
 def _auto_backend(settings: Settings, client: httpx.Client | None, say: Callable[[str], None]) -> Backend:
     model = settings.model or DEFAULT_OLLAMA_MODEL
-    probe = OllamaBackend(model, host=settings.ollama_host, client=client, retry=replace(settings.retry, attempts=1, timeout_s=2.0))
+    probe = OllamaBackend(
+        model, host=settings.ollama_host, client=client, retry=replace(settings.retry, attempts=1, timeout_s=2.0)
+    )
     try:
         probe.digest()
     except BackendError as exc:
         say(f"attest: using the local backend (SmolLM2-135M, for plumbing, not quality): {exc}")
         return _local_backend(replace(settings, model=""), client)
     say(f"attest: using Ollama at {settings.ollama_host} with {model}")
-    return OllamaBackend(model, host=settings.ollama_host, client=client, options=settings.options, retry=settings.retry)
+    return OllamaBackend(
+        model, host=settings.ollama_host, client=client, options=settings.options, retry=settings.retry
+    )
 
 
 def _stderr_notice(line: str) -> None:
     print(line, file=sys.stderr)
-
 
 
 _default_chat: ChatJSON | None = None

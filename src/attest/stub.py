@@ -15,13 +15,128 @@ from attest.explain import REFUSAL
 __all__ = ["answer", "content_words"]
 
 _STOPWORDS = frozenset(
-    """about above after again against also among an and any are around because been before being
-    between both but can could does doing down during each every few for from further had has have
-    having here how into its itself just like more most much must new not now off once only other
-    our out over own same should some such than that the their them then there these they this
-    those through too under until very was way were what when where which while who whom why will
-    with within would you your yours using used use based show shows shown work works read reads
-    papers paper items item study studies results approach method methods first than into onto""".split()
+    [
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "also",
+        "among",
+        "an",
+        "and",
+        "any",
+        "are",
+        "around",
+        "because",
+        "been",
+        "before",
+        "being",
+        "between",
+        "both",
+        "but",
+        "can",
+        "could",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "every",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "here",
+        "how",
+        "into",
+        "its",
+        "itself",
+        "just",
+        "like",
+        "more",
+        "most",
+        "much",
+        "must",
+        "new",
+        "not",
+        "now",
+        "off",
+        "once",
+        "only",
+        "other",
+        "our",
+        "out",
+        "over",
+        "own",
+        "same",
+        "should",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "too",
+        "under",
+        "until",
+        "very",
+        "was",
+        "way",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "within",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "using",
+        "used",
+        "use",
+        "based",
+        "show",
+        "shows",
+        "shown",
+        "work",
+        "works",
+        "read",
+        "reads",
+        "papers",
+        "paper",
+        "items",
+        "item",
+        "study",
+        "studies",
+        "results",
+        "approach",
+        "method",
+        "methods",
+        "first",
+        "than",
+        "into",
+        "onto",
+    ]
 )
 _WORD = re.compile(r"[a-z][a-z0-9-]{3,}")
 
@@ -57,7 +172,9 @@ def answer(task: str, prompt: str, schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _tags(item: set[str], schema: Mapping[str, Any]) -> list[str]:
     vocabulary = schema.get("properties", {}).get("tags", {}).get("items", {}).get("enum", [])
-    scored = sorted(((len(content_words(t.replace("-", " ")) & item), t) for t in vocabulary), key=lambda p: (-p[0], p[1]))
+    scored = sorted(
+        ((len(content_words(t.replace("-", " ")) & item), t) for t in vocabulary), key=lambda p: (-p[0], p[1])
+    )
     chosen = [tag for score, tag in scored if score > 0][:3]
     if not chosen and vocabulary:
         chosen = [str(vocabulary[0])]
@@ -68,7 +185,11 @@ def _reaction(title: str, overlap: list[str]) -> dict[str, Any]:
     verdict = len(overlap) >= 2
     confidence = min(5, 1 + len(overlap)) if verdict else max(1, 4 - len(overlap))
     shared = ", ".join(overlap[:3]) or "nothing"
-    return {"verdict": verdict, "confidence": confidence, "reasoning": f"'{title}' shares {shared} with the reader's interests."}
+    return {
+        "verdict": verdict,
+        "confidence": confidence,
+        "reasoning": f"'{title}' shares {shared} with the reader's interests.",
+    }
 
 
 def _explanation(overlap: list[str]) -> dict[str, Any]:
