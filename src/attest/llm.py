@@ -16,12 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from attest.errors import AttestError
 
 if TYPE_CHECKING:
+    import httpx  # imported where used: `import attest.llm` stays cheap for offline runs and rescore
+
     from attest.local import LocalServer
 
 __all__ = [
@@ -227,6 +228,8 @@ def _post(
     Only transport faults, 5xx, 429 and garbled bodies are retried; the final error
     names the URL, the cause, the number of attempts and what to do (`hint`).
     """
+    import httpx
+
     last: BackendError | None = None
     attempt = 0
     for attempt in range(1, retry.attempts + 1):
@@ -252,6 +255,12 @@ def _post(
     raise BackendError(f"{last}{tries}: {hint}", url=url, retryable=True)
 
 
+def _new_client() -> httpx.Client:
+    import httpx
+
+    return httpx.Client()
+
+
 def _decode(resp: httpx.Response, url: str, server: str) -> dict[str, Any]:
     try:
         data = resp.json()
@@ -268,6 +277,8 @@ def _decode(resp: httpx.Response, url: str, server: str) -> dict[str, Any]:
 
 
 def _transport_error(exc: httpx.TransportError, url: str, server: str, retry: RetryPolicy) -> BackendError:
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         cause = f"no answer within {retry.timeout_s:g} s"
     elif isinstance(exc, httpx.ConnectError):
@@ -323,7 +334,7 @@ class OllamaBackend:
         self.host = host.rstrip("/")
         self.options = dict(options or Settings().options)
         self.retry = retry or RetryPolicy()
-        self._client = client or httpx.Client()
+        self._client = client or _new_client()
         self._digest: str | None = None
 
     def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
@@ -358,6 +369,8 @@ class OllamaBackend:
         return self._digest
 
     def _fetch_digest(self) -> str:
+        import httpx
+
         url = f"{self.host}/api/tags"
         try:
             resp = self._client.get(url, timeout=self.retry.timeout_s)
@@ -414,7 +427,7 @@ class OpenAIBackend:
         self.base_url = base_url.rstrip("/")
         self.options = dict(options or Settings().options)
         self.retry = retry or RetryPolicy()
-        self._client = client or httpx.Client()
+        self._client = client or _new_client()
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._digest = digest
 

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from attest.errors import AttestError
 
 __all__ = ["LocalServer", "LocalServerError", "file_digest", "gguf_path", "shared_server"]
@@ -135,6 +133,8 @@ class LocalServer:
 
     def wait_ready(self, timeout_s: float) -> None:
         """Poll `/health` until it says ok, or raise after `timeout_s`."""
+        import httpx
+
         deadline = time.monotonic() + timeout_s
         with httpx.Client() as client:
             while time.monotonic() < deadline:
