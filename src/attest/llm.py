@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +32,7 @@ __all__ = [
     "BackendError",
     "ChatJSON",
     "ChatResponse",
+    "LocalBackend",
     "Message",
     "ModelOutputError",
     "OllamaBackend",
@@ -120,6 +122,7 @@ class Settings:
     openai_base_url: str = DEFAULT_OPENAI_BASE_URL
     options: Mapping[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "seed": 42, "max_tokens": 400})
     retry: RetryPolicy = RetryPolicy()
+    openai_api_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def resolve(
@@ -141,19 +144,32 @@ class Settings:
             ollama_host=_normalise_host(environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_HOST)),
             openai_base_url=environ.get("ATTEST_OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL).rstrip("/"),
             retry=retry or RetryPolicy(),
+            openai_api_key=environ.get("ATTEST_OPENAI_API_KEY") or None,
         )
 
 
 def _normalise_host(host: str) -> str:
-    """Accept Ollama's own forms: `host`, `host:port`, `http://host:port`; 0.0.0.0 means loopback."""
-    host = host.strip().rstrip("/") or DEFAULT_OLLAMA_HOST
-    if "://" not in host:
-        host = "http://" + host
-    scheme, rest = host.split("://", 1)
-    hostname, _, port = rest.partition(":")
-    if hostname in ("0.0.0.0", ""):
+    """Read OLLAMA_HOST as Ollama does: `host`, `host:port`, `scheme://host[:port][/path]`, `[::1]:port`.
+
+    Without a scheme the port defaults to 11434; with one, to the scheme's own port.
+    0.0.0.0 (and ::), which Ollama binds to, mean this machine.
+    """
+    text = host.strip() or DEFAULT_OLLAMA_HOST
+    explicit = "://" in text
+    parts = urlsplit(text if explicit else "http://" + text)
+    hostname = parts.hostname or "127.0.0.1"
+    if hostname in ("0.0.0.0", "::"):
         hostname = "127.0.0.1"
-    return f"{scheme}://{hostname}:{port or '11434'}"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80 if explicit else 11434)
+    except ValueError:
+        raise AttestError(f"OLLAMA_HOST={host!r} has an invalid port: use host:port, e.g. 127.0.0.1:11434") from None
+    shown = f"[{hostname}]" if ":" in hostname else hostname
+    return f"{parts.scheme}://{shown}:{port}{parts.path.rstrip('/')}"
+
+
+def _is_loopback(url: str) -> bool:
+    return urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
 
 
 class Backend(Protocol):
@@ -184,7 +200,7 @@ def parse_answer(text: str, model: type[T]) -> T:
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise ModelOutputError(text, f"output is not valid JSON: {_json_reason(exc)}") from None
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=True)
     except ValidationError as exc:
         raise ModelOutputError(text, f"output fails the {model.__name__} schema: {_validation_reason(exc)}") from None
 
@@ -255,10 +271,11 @@ def _post(
     raise BackendError(f"{last}{tries}: {hint}", url=url, retryable=True)
 
 
-def _new_client() -> httpx.Client:
+def _new_client(url: str) -> httpx.Client:
+    """A client for `url`; proxy settings from the environment never reroute loopback traffic."""
     import httpx
 
-    return httpx.Client()
+    return httpx.Client(trust_env=not _is_loopback(url))
 
 
 def _decode(resp: httpx.Response, url: str, server: str) -> dict[str, Any]:
@@ -334,7 +351,7 @@ class OllamaBackend:
         self.host = host.rstrip("/")
         self.options = dict(options or Settings().options)
         self.retry = retry or RetryPolicy()
-        self._client = client or _new_client()
+        self._client = client or _new_client(self.host)
         self._digest: str | None = None
 
     def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
@@ -427,7 +444,7 @@ class OpenAIBackend:
         self.base_url = base_url.rstrip("/")
         self.options = dict(options or Settings().options)
         self.retry = retry or RetryPolicy()
-        self._client = client or _new_client()
+        self._client = client or _new_client(self.base_url)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._digest = digest
 
@@ -470,6 +487,14 @@ class OpenAIBackend:
         return self._digest or ""
 
     def _describe(self, resp: httpx.Response) -> BackendError:
+        """The error for a refused request; an API key the server echoed back is masked."""
+        err = self._status_error(resp)
+        key = (self._headers or {}).get("Authorization", "").removeprefix("Bearer ")
+        if key and key in str(err):
+            return BackendError(str(err).replace(key, "[API key redacted]"), url=err.url, retryable=err.retryable)
+        return err
+
+    def _status_error(self, resp: httpx.Response) -> BackendError:
         hint = "set ATTEST_OPENAI_API_KEY to a key this server accepts"
         if resp.status_code == 404:
             url = str(resp.request.url)
@@ -549,14 +574,13 @@ def make_backend(
             retry=settings.retry,
         )
     if settings.backend == "openai":
-        key = os.environ.get("ATTEST_OPENAI_API_KEY") or None
         return OpenAIBackend(
             settings.model,
             base_url=settings.openai_base_url,
             client=client,
             options=settings.options,
             retry=settings.retry,
-            api_key=key,
+            api_key=settings.openai_api_key,
         )
     if settings.backend == "local":
         return _local_backend(settings, client)
@@ -564,18 +588,62 @@ def make_backend(
 
 
 def _local_backend(settings: Settings, client: httpx.Client | None) -> Backend:
-    from attest.local import shared_server
+    return LocalBackend(client=client, options=settings.options, retry=settings.retry)
 
-    server: LocalServer = shared_server()
-    return OpenAIBackend(
-        server.model_name,
-        base_url=server.base_url,
-        client=client,
-        options=settings.options,
-        retry=settings.retry,
-        digest=server.digest,
-        kind="local",
-    )
+
+class LocalBackend:
+    """SmolLM2-135M in an in-process llama.cpp server, started on the first request.
+
+    The model name and digest come from the GGUF file, so a fully cached run never
+    starts the server. A missing `xllamacpp` or model file is reported here, before
+    any work starts.
+    """
+
+    kind = "local"
+
+    def __init__(
+        self,
+        *,
+        client: httpx.Client | None = None,
+        options: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        from attest.local import file_digest, gguf_path, require_xllamacpp
+
+        require_xllamacpp()
+        path = gguf_path()
+        self.model = path.stem
+        self.options = dict(options or Settings().options)
+        self._digest = file_digest(path)
+        self._client = client
+        self._retry = retry
+        self._inner: OpenAIBackend | None = None
+
+    def digest(self) -> str:
+        return self._digest
+
+    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+        return self._server_backend().chat_json(messages, schema)
+
+    def _server_backend(self) -> OpenAIBackend:
+        if self._inner is None:
+            from attest.local import shared_server
+
+            server: LocalServer = shared_server()
+            self._inner = OpenAIBackend(
+                self.model,
+                base_url=server.base_url,
+                client=self._client,
+                options=self.options,
+                retry=self._retry,
+                digest=self._digest,
+                kind="local",
+            )
+        return self._inner
+
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
 
 
 def _auto_backend(settings: Settings, client: httpx.Client | None, say: Callable[[str], None]) -> Backend:

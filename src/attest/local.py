@@ -100,6 +100,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def require_xllamacpp() -> None:
+    """Raise LocalServerError with the install command when xllamacpp is not installed."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise LocalServerError(f"the local backend needs the xllamacpp package: {INSTALL_HINT}")
+
+
 @dataclass
 class LocalServer:
     """A running llama.cpp server on 127.0.0.1."""
@@ -136,7 +142,7 @@ class LocalServer:
         import httpx
 
         deadline = time.monotonic() + timeout_s
-        with httpx.Client() as client:
+        with httpx.Client(trust_env=False) as client:
             while time.monotonic() < deadline:
                 try:
                     if client.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:

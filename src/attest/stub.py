@@ -185,6 +185,7 @@ def _reaction(title: str, overlap: list[str]) -> dict[str, Any]:
     verdict = len(overlap) >= 2
     confidence = min(5, 1 + len(overlap)) if verdict else max(1, 4 - len(overlap))
     shared = ", ".join(overlap[:3]) or "nothing"
+    title = title if len(title) <= 120 else title[:117] + "..."
     return {
         "verdict": verdict,
         "confidence": confidence,

@@ -1,0 +1,44 @@
+"""Shared fixtures. Test doubles live in tests/fakes.py (`from tests.fakes import RecordingChat`)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+# Variables attest reads; a developer's shell must not change what a test sees.
+ATTEST_ENV = (
+    "ATTEST_BACKEND",
+    "ATTEST_MODEL",
+    "ATTEST_DEBUG",
+    "ATTEST_TAG_PROMPT",
+    "ATTEST_OPENAI_BASE_URL",
+    "ATTEST_OPENAI_API_KEY",
+    "OLLAMA_HOST",
+)
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset attest's environment variables for every test (tests set what they need)."""
+    for name in ATTEST_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A 127.0.0.1 port nobody listens on (bound, read, released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def attest_exe() -> Path:
+    """The installed `attest` console script, beside the interpreter running the tests."""
+    exe = Path(sys.executable).parent / "attest"
+    if not exe.is_file():
+        pytest.fail(f"no `attest` console script at {exe}: install attest into this environment (pip install -e .)")
+    return exe

@@ -1,0 +1,69 @@
+"""A recording fake for `attest.llm.ChatJSON`: it answers from a queue or a function and keeps what it was sent.
+
+    chat = RecordingChat(['{"tags": ["catalysis"]}'])
+    tag_item("title", "summary", chat_json=chat)
+    messages, schema = chat.history[0]
+
+An answer is the model's raw text (str), a mapping (sent as its JSON) or a whole
+`ChatResponse`. A function answer is called with (messages, schema) for every request.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from attest.llm import ChatResponse, Message
+
+Answer = str | Mapping[str, Any] | ChatResponse
+AnswerFn = Callable[[Sequence[Message], Mapping[str, Any]], Answer]
+
+__all__ = ["Answer", "AnswerFn", "RecordingChat", "Sent"]
+
+
+class Sent(NamedTuple):
+    """One request as the fake received it (deep copies: later mutation by the caller does not show)."""
+
+    messages: list[Message]
+    schema: dict[str, Any]
+
+
+class RecordingChat:
+    """A `ChatJSON` that records every request in `.history` and answers from a queue or a function."""
+
+    def __init__(
+        self,
+        answers: Iterable[Answer] | AnswerFn = (),
+        *,
+        model: str = "fake-model",
+        digest: str = "sha256:fake",
+    ) -> None:
+        self._fn: AnswerFn | None = answers if callable(answers) else None
+        self._queue: deque[Answer] = deque() if callable(answers) else deque(answers)
+        self.model = model
+        self.digest = digest
+        self.history: list[Sent] = []
+
+    def enqueue(self, *answers: Answer) -> None:
+        """Add answers to the end of the queue."""
+        self._queue.extend(answers)
+
+    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+        self.history.append(Sent(copy.deepcopy(list(messages)), copy.deepcopy(dict(schema))))
+        return self._respond(self._next(messages, schema))
+
+    def _next(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> Answer:
+        if self._fn is not None:
+            return self._fn(messages, schema)
+        if not self._queue:
+            raise AssertionError(f"RecordingChat: request {len(self.history)} arrived with no answer queued")
+        return self._queue.popleft()
+
+    def _respond(self, answer: Answer) -> ChatResponse:
+        if isinstance(answer, ChatResponse):
+            return answer
+        text = answer if isinstance(answer, str) else json.dumps(dict(answer))
+        return ChatResponse(text, 0.0, None, None, self.model, self.digest)
