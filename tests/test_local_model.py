@@ -106,6 +106,8 @@ def test_proxy_settings_do_not_reroute_the_loopback_server(local: Backend, monke
         answer = backend.chat_json(tag_messages(TITLE, SUMMARY), schema_of(ItemTags))
     except BackendError as exc:
         pytest.fail(f"the local backend went through the proxy: {exc}")
+    finally:
+        backend.close()
     assert ItemTags.model_validate_json(answer.text)
 
 
