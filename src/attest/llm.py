@@ -59,10 +59,11 @@ DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080"
 class BackendError(AttestError):
     """The model server could not give an answer: unreachable, refusing, or failing."""
 
-    def __init__(self, message: str, *, url: str = "", retryable: bool = False) -> None:
+    def __init__(self, message: str, *, url: str = "", retryable: bool = False, cause: str = "") -> None:
         super().__init__(message)
         self.url = url
         self.retryable = retryable
+        self.cause = cause or message
 
 
 class ModelOutputError(AttestError):
@@ -302,7 +303,7 @@ def _transport_error(exc: httpx.TransportError, url: str, server: str, retry: Re
         cause = "connection refused"
     else:
         cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return BackendError(f"cannot get an answer from {server} at {url} ({cause})", url=url, retryable=True)
+    return BackendError(f"cannot get an answer from {server} at {url} ({cause})", url=url, retryable=True, cause=cause)
 
 
 def _error_text(resp: httpx.Response) -> str:
@@ -405,11 +406,13 @@ class OllamaBackend:
         raise self._not_pulled(url)
 
     def _unreachable(self, err: BackendError) -> BackendError:
-        return BackendError(f"{err}: {_OLLAMA_HINT}", url=err.url)
+        return BackendError(f"{err}: {_OLLAMA_HINT}", url=err.url, cause=err.cause)
 
     def _not_pulled(self, url: str) -> BackendError:
         return BackendError(
-            f"Ollama at {self.host} has no model {self.model!r}: run `ollama pull {self.model}`", url=url
+            f"Ollama at {self.host} has no model {self.model!r}: run `ollama pull {self.model}`",
+            url=url,
+            cause=f"model {self.model} is not pulled",
         )
 
     def _describe(self, resp: httpx.Response) -> BackendError:
@@ -648,14 +651,21 @@ class LocalBackend:
 
 def _auto_backend(settings: Settings, client: httpx.Client | None, say: Callable[[str], None]) -> Backend:
     model = settings.model or DEFAULT_OLLAMA_MODEL
+    quick = replace(settings.retry, attempts=1, timeout_s=2.0)
     probe = OllamaBackend(
-        model, host=settings.ollama_host, client=client, retry=replace(settings.retry, attempts=1, timeout_s=2.0)
+        model, host=settings.ollama_host, client=client or _new_client(settings.ollama_host), retry=quick
     )
     try:
         probe.digest()
     except BackendError as exc:
-        say(f"attest: using the local backend (SmolLM2-135M, for plumbing, not quality): {exc}")
+        say(
+            f"attest: Ollama is not usable at {settings.ollama_host} ({exc.cause}); using the local backend, "
+            "SmolLM2-135M, which proves the plumbing, not quality"
+        )
         return _local_backend(replace(settings, model=""), client)
+    finally:
+        if client is None:
+            probe.close()
     say(f"attest: using Ollama at {settings.ollama_host} with {model}")
     return OllamaBackend(
         model, host=settings.ollama_host, client=client, options=settings.options, retry=settings.retry
