@@ -37,6 +37,16 @@ __all__ = [
 
 DEFAULT_CACHE_DIR = "cache"
 _LOCK_PREFIX = "lock:"
+# What Entry's fields must hold; valid JSON of the right keys but other types is corrupt too.
+_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "text": str,
+    "latency_s": (int, float),
+    "prompt_tokens": (int, type(None)),
+    "completion_tokens": (int, type(None)),
+    "model": str,
+    "digest": str,
+    "created": (int, float),
+}
 
 
 class CacheError(AttestError):
@@ -146,12 +156,18 @@ class ResponseCache:
         if raw is None:
             return None
         try:
-            return Entry(**raw)
+            entry = Entry(**raw)
         except TypeError as exc:
             return self._corrupt(key, f"unexpected shape: {exc}")
+        wrong = [k for k, kind in _ENTRY_TYPES.items() if not isinstance(raw[k], kind) or isinstance(raw[k], bool)]
+        if wrong:
+            return self._corrupt(key, f"unexpected shape: wrong type for {', '.join(wrong)}")
+        return entry
 
     def _corrupt(self, key: str, why: str) -> Entry | None:
-        self.warnings.append(f"cache entry {key[:12]} is unreadable ({why}); treating it as missing and regenerating")
+        warning = f"cache entry {key[:12]} is unreadable ({why}); treating it as missing and regenerating"
+        if warning not in self.warnings:  # one key is read several times per run: warn once
+            self.warnings.append(warning)
         return None
 
     def __contains__(self, key: str) -> bool:
