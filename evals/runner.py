@@ -17,7 +17,7 @@ from typing import Any
 
 from attest.cli import add_backend_options
 from attest.errors import AttestError
-from attest.llm import Backend, RetryPolicy, Settings, make_backend
+from attest.llm import Backend, BackendError, RetryPolicy, Settings, make_backend
 from evals.cache import Identity, ResponseCache, resolve_cache_dir
 from evals.pipeline import (
     CachedChat,
@@ -83,22 +83,42 @@ def _run(task: Task[Any], args: argparse.Namespace) -> int:
         raise AttestError(f"{args.corpus or task.corpus}: no cases in split {args.split!r}")
     cache_dir = resolve_cache_dir(args.cache_dir)
     cache = ResponseCache(cache_dir)
-    backend = _backend(args)
+    try:
+        backend = _backend(args)
+        try:
+            return _generate_and_score(task, args, corpus, cases, cache, backend)
+        finally:
+            backend.close()
+    finally:
+        cache.close()
+
+
+def _generate_and_score(
+    task: Task[Any],
+    args: argparse.Namespace,
+    corpus: list[Any],
+    cases: list[Any],
+    cache: ResponseCache,
+    backend: Backend,
+) -> int:
     identity = Identity.of(backend)
     planned = plan(task, cases, identity, max(1, args.repeat))
     run_id = new_run_id(task.name)
-    run_dir = runs_dir(cache_dir) / run_id
+    run_dir = runs_dir(cache.directory) / run_id
     manifest = manifest_for(task, run_id, identity, corpus, args.split, args.repeat, planned)
-    write_json(run_dir / "manifest.json", manifest)
+    _write(run_dir / "manifest.json", manifest)
     concurrency = args.concurrency or DEFAULT_CONCURRENCY.get(backend.kind, 1)
-    chat = CachedChat(backend, cache, identity)
-    stats = generate(
-        task, planned, chat, concurrency=concurrency, progress=stderr_progress(f"{task.name} {args.split}")
-    )
-    write_json(run_dir / "manifest.json", {**manifest, "status": "complete", "generate_seconds": stats.seconds})
+    progress = stderr_progress(f"{task.name} {args.split}")
+    try:
+        stats = generate(
+            task, planned, CachedChat(backend, cache, identity), concurrency=concurrency, progress=progress
+        )
+    except BackendError as exc:
+        raise BackendError(f"{exc} (every answer received so far is cached: rerun to continue)", url=exc.url) from None
+    _write(run_dir / "manifest.json", {**manifest, "status": "complete", "generate_seconds": stats.seconds})
     result = score_planned(task, ((p.case, p.sample, p.key) for p in planned), cache)
     report = _report(result, stats, run_id, manifest)
-    write_json(run_dir / "report.json", report)
+    _write(run_dir / "report.json", report)
     for warning in stats.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -106,6 +126,16 @@ def _run(task: Task[Any], args: argparse.Namespace) -> int:
     else:
         print_report(result, stats, run_dir, manifest, worst=args.worst)
     return 0
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    try:
+        write_json(path, data)
+    except OSError as exc:
+        raise AttestError(
+            f"cannot write {path} ({exc.strerror or exc}): "
+            "give a writable directory with --cache-dir or ATTEST_CACHE_DIR"
+        ) from None
 
 
 def _report(result: EvalResult, stats: GenerateStats, run_id: str, manifest: dict[str, Any]) -> dict[str, Any]:
