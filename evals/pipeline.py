@@ -8,6 +8,7 @@ only on a miss. Scoring reads the cache and never the network.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -344,8 +345,12 @@ def runs_dir(cache_dir: Path) -> Path:
     return cache_dir / "runs"
 
 
+_run_counter = itertools.count()
+
+
 def new_run_id(task: str) -> str:
-    return f"{time.strftime('%Y%m%dT%H%M%S')}-{task}-{os.getpid() % 100000:05d}"
+    """A run id that sorts by time and is unique across processes and within one."""
+    return f"{time.strftime('%Y%m%dT%H%M%S')}-{task}-{os.getpid() % 100000:05d}-{next(_run_counter)}"
 
 
 def manifest_for(
@@ -356,8 +361,13 @@ def manifest_for(
     split: str,
     repeat: int,
     planned: Sequence[Planned],
+    corpus_path: Path | None = None,
 ) -> dict[str, Any]:
-    """The run manifest: enough to re-score the run later without the model. `corpus` is the whole file."""
+    """The run manifest: enough to re-score the run later without the model.
+
+    `corpus` is the whole corpus file's cases; `corpus_path` the file they came from
+    (default the task's own), which rescore reads the labels from.
+    """
     return {
         "run_id": run_id,
         "task": task.name,
@@ -371,7 +381,7 @@ def manifest_for(
         "options": dict(identity.options),
         "split": split,
         "repeat": repeat,
-        "corpus": str(task.corpus),
+        "corpus": str((corpus_path or task.corpus).resolve()),
         "corpus_sha256": corpus_digests(corpus),
         "samples": [{"case": p.case.id, "sample": p.sample, "key": p.key} for p in planned],
     }

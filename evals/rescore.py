@@ -21,7 +21,7 @@ from attest.errors import AttestError
 from evals import explanation_eval, reaction_eval, tagging_eval
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.cases import AnyCase
-from evals.pipeline import EvalResult, Task, load_cases, runs_dir, score_planned, write_json
+from evals.pipeline import EvalResult, MissingSampleError, Task, load_cases, runs_dir, score_planned, write_json
 
 __all__ = ["TASKS", "find_runs", "main", "rescore_run"]
 
@@ -77,7 +77,10 @@ def rescore_run(run_dir: Path, cache: ResponseCache, corpus: Path | None = None)
             f"{run_dir.name}: cases {gone[:5]} are no longer in {manifest['corpus']}; rescore with --corpus OLD_FILE"
         )
     samples = ((cases[s["case"]], int(s["sample"]), str(s["key"])) for s in manifest["samples"])
-    return manifest, score_planned(task, samples, cache)
+    try:
+        return manifest, score_planned(task, samples, cache)
+    except MissingSampleError as exc:
+        raise RunError(f"run {run_dir.name}: {exc}") from None
 
 
 def _old_score(run_dir: Path) -> float | None:
@@ -95,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run", help="re-score this run id only")
     parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--corpus", type=Path, help="read the labels from this corpus file instead of the run's own")
     args = parser.parse_args(argv)
     try:
         return _rescore(args)
@@ -109,13 +113,23 @@ def _rescore(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     runs = find_runs(cache_dir, run_id=args.run, every=args.all)
     if not runs:
-        print(f"rescore: no complete runs in {runs_dir(cache_dir)}: run an eval first (nox -s eval-reaction)")
+        print(
+            f"rescore: no complete runs in {runs_dir(cache_dir)}: run an eval first (nox -s eval-reaction)",
+            file=sys.stderr,
+        )
         return 1
     cache = ResponseCache(cache_dir)
+    try:
+        return _rescore_runs(runs, cache, args.corpus)
+    finally:
+        cache.close()
+
+
+def _rescore_runs(runs: list[Path], cache: ResponseCache, corpus: Path | None) -> int:
     start = time.perf_counter()
     print(f"{'run':<36} {'task':<12} {'samples':>7} {'old':>7} {'new':>7}")
     for run_dir in runs:
-        manifest, result = rescore_run(run_dir, cache)
+        manifest, result = rescore_run(run_dir, cache, corpus)
         old = _old_score(run_dir)
         print(f"{run_dir.name:<36} {result.task:<12} {result.n:>7} {_f(old):>7} {result.overall:>7.3f}")
         write_json(

@@ -102,10 +102,11 @@ def _generate_and_score(
     backend: Backend,
 ) -> int:
     identity = Identity.of(backend)
-    planned = plan(task, cases, identity, max(1, args.repeat))
     run_id = new_run_id(task.name)
     run_dir = runs_dir(cache.directory) / run_id
-    manifest = manifest_for(task, run_id, identity, corpus, args.split, args.repeat, planned)
+    repeat = max(1, args.repeat)
+    planned = plan(task, cases, identity, repeat)
+    manifest = manifest_for(task, run_id, identity, corpus, args.split, repeat, planned, args.corpus)
     _write(run_dir / "manifest.json", manifest)
     concurrency = args.concurrency or DEFAULT_CONCURRENCY.get(backend.kind, 1)
     progress = stderr_progress(f"{task.name} {args.split}")

@@ -1,0 +1,426 @@
+"""The pure scorers: `score_one` per task on hand-written answers and on every real corpus case,
+`score_verdicts`, and the one `gate`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from attest.explain import REFUSAL
+from evals import explanation_eval, reaction_eval, tagging_eval
+from evals.cases import ExplanationCase, ReactionCase, TaggingCase
+from evals.pipeline import CaseResult, EvalResult
+
+TAG_CASE = TaggingCase(
+    id="pd-cn-coupling",
+    split="dev",
+    note="a synthesis paper whose catalyst is the point",
+    title="Room-temperature palladium-catalysed C-N coupling of aryl chlorides",
+    summary="A bulky biarylphosphine ligand lets aryl chlorides couple with secondary amines at 25 C in 2 h.",
+    tags=["catalysis", "organic-synthesis"],
+)
+REACT_CASE = ReactionCase(
+    id="chemist-reads-coupling",
+    split="dev",
+    note="an on-topic synthesis item for the chemist",
+    persona="A synthetic chemist who develops palladium-catalysed coupling reactions.",
+    interests="I read new cross-coupling methods and ligands I could run in my own flask.",
+    title="Room-temperature palladium-catalysed C-N coupling of aryl chlorides",
+    summary="A bulky biarylphosphine ligand lets aryl chlorides couple with secondary amines at 25 C in 2 h.",
+    verdict=True,
+)
+MATCH_CASE = ExplanationCase(
+    id="match-pd-coupling",
+    split="dev",
+    note="a plain match on the reader's stated topic",
+    interests="I develop palladium-catalysed cross-coupling reactions and new phosphine ligands.",
+    title="Room-temperature palladium-catalysed C-N coupling of aryl chlorides",
+    summary="A bulky biarylphosphine ligand lets aryl chlorides couple with secondary amines at 25 C in 2 h.",
+    refuse=False,
+    must_mention_any=["palladium", "cross-coupling", "ligand"],
+)
+REFUSE_CASE = ExplanationCase(
+    id="refuse-termite-mounds",
+    split="dev",
+    note="nothing the reader listed",
+    interests="I develop palladium-catalysed cross-coupling reactions and new phosphine ligands.",
+    title="Airflow in termite mounds follows the daily temperature cycle",
+    summary="Sensors in 20 mounds show ventilation driven by day-night temperature swings, not wind.",
+    refuse=True,
+    must_mention_any=[],
+)
+
+
+def _tags(*tags: str) -> str:
+    return json.dumps({"tags": list(tags)})
+
+
+def _reaction(verdict: bool, reasoning: str, confidence: int = 4) -> str:
+    return json.dumps({"verdict": verdict, "confidence": confidence, "reasoning": reasoning})
+
+
+def _text(text: str) -> str:
+    return json.dumps({"text": text})
+
+
+# --- tagging ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("out", "score"),
+    [
+        pytest.param(_tags("catalysis", "organic-synthesis"), 1.0, id="exact"),
+        pytest.param(_tags("organic-synthesis", "catalysis"), 1.0, id="exact-other-order"),
+        pytest.param(_tags("catalysis", "catalysis", "organic-synthesis"), 1.0, id="repeated-tag-counts-once"),
+        pytest.param(_tags("catalysis"), 2 / 3, id="one-of-two"),
+        pytest.param(_tags("catalysis", "spectroscopy"), 0.5, id="one-right-one-wrong"),
+        pytest.param(_tags("catalysis", "organic-synthesis", "spectroscopy", "drug-discovery"), 2 / 3, id="two-extra"),
+        pytest.param(_tags("deep-learning"), 0.0, id="disjoint"),
+    ],
+)
+def test_tagging_score_is_f1(out: str, score: float) -> None:
+    assert tagging_eval.score_one(TAG_CASE, out)["score"] == pytest.approx(score)
+
+
+def test_tagging_errors_name_missing_and_extra_tags() -> None:
+    scored = tagging_eval.score_one(TAG_CASE, _tags("catalysis", "spectroscopy"))
+    assert scored["id"] == TAG_CASE.id
+    assert scored["predicted"] == ["catalysis", "spectroscopy"]
+    missing, extra = scored["errors"]
+    assert "missing" in missing and "organic-synthesis" in missing and "spectroscopy" not in missing
+    assert "extra" in extra and "spectroscopy" in extra and "catalysis" not in extra
+
+
+def test_tagging_exact_answer_has_no_errors() -> None:
+    assert tagging_eval.score_one(TAG_CASE, _tags("catalysis", "organic-synthesis"))["errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("out", "reason"),
+    [
+        pytest.param("catalysis, organic-synthesis", "output is not valid JSON", id="prose"),
+        pytest.param('{"tags": ["catalysis"', "output is not valid JSON", id="truncated"),
+        pytest.param("", "output is not valid JSON", id="empty"),
+        pytest.param(_tags("alchemy"), "fails the ItemTags schema", id="tag-not-in-vocabulary"),
+        pytest.param(_tags(), "fails the ItemTags schema", id="no-tags"),
+        pytest.param(
+            _tags("catalysis", "organic-synthesis", "spectroscopy", "drug-discovery", "biochemistry"),
+            "fails the ItemTags schema",
+            id="five-tags",
+        ),
+        pytest.param('{"labels": ["catalysis"]}', "fails the ItemTags schema", id="wrong-field"),
+        pytest.param('["catalysis"]', "fails the ItemTags schema", id="bare-list"),
+    ],
+)
+def test_tagging_unusable_answer_scores_zero_with_reason(out: str, reason: str) -> None:
+    scored = tagging_eval.score_one(TAG_CASE, out)
+    assert scored["score"] == 0.0
+    assert scored["predicted"] == []
+    assert len(scored["errors"]) == 1 and reason in scored["errors"][0]
+
+
+# --- reaction --------------------------------------------------------------------------
+
+
+def test_reaction_right_verdict_naming_the_item_scores_one() -> None:
+    scored = reaction_eval.score_one(
+        REACT_CASE, _reaction(True, "A new aryl chloride coupling she could run tomorrow.")
+    )
+    assert (scored["score"], scored["errors"]) == (1.0, [])
+    assert (scored["verdict"], scored["confidence"]) == (True, 4)
+
+
+def test_reaction_right_verdict_with_vague_reason_scores_less() -> None:
+    scored = reaction_eval.score_one(REACT_CASE, _reaction(True, "It fits what she says she likes to read."))
+    assert scored["score"] == reaction_eval.UNREASONED == 0.75
+    assert len(scored["errors"]) == 1 and "does not name the item" in scored["errors"][0]
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        pytest.param("A new aryl chloride coupling she could run.", id="naming"),
+        pytest.param("Not her field.", id="vague"),
+    ],
+)
+def test_reaction_wrong_verdict_scores_zero(reasoning: str) -> None:
+    scored = reaction_eval.score_one(REACT_CASE, _reaction(False, reasoning))
+    assert scored["score"] == 0.0
+    assert any("verdict False" in e and "would read" in e for e in scored["errors"])
+
+
+@pytest.mark.parametrize(
+    ("out", "reason"),
+    [
+        pytest.param("Yes, she would read it.", "output is not valid JSON", id="prose"),
+        pytest.param(
+            _reaction(True, "A coupling paper.", confidence=7), "fails the Reaction schema", id="confidence-7"
+        ),
+        pytest.param(_reaction(True, "", confidence=3), "fails the Reaction schema", id="empty-reasoning"),
+        pytest.param(
+            '{"verdict": "maybe", "confidence": 4, "reasoning": "coupling"}',
+            "fails the Reaction schema",
+            id="verdict-maybe",
+        ),
+        pytest.param('{"verdict": true, "confidence": 4}', "fails the Reaction schema", id="no-reasoning"),
+    ],
+)
+def test_reaction_invalid_answer_scores_zero(out: str, reason: str) -> None:
+    scored = reaction_eval.score_one(REACT_CASE, out)
+    assert (scored["score"], scored["verdict"], scored["confidence"]) == (0.0, None, None)
+    assert len(scored["errors"]) == 1 and reason in scored["errors"][0]
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        pytest.param(
+            '{"verdict": "yes", "confidence": 4, "reasoning": "An aryl chloride coupling."}', id="verdict-yes"
+        ),
+        pytest.param('{"verdict": 1, "confidence": 4, "reasoning": "An aryl chloride coupling."}', id="verdict-1"),
+        pytest.param(
+            '{"verdict": true, "confidence": "4", "reasoning": "An aryl chloride coupling."}', id="confidence-str"
+        ),
+    ],
+)
+def test_reaction_answer_breaking_the_sent_schema_types_scores_zero(out: str) -> None:
+    """The schema sent to the model says boolean and integer; an answer that ignores it is invalid, not coerced."""
+    scored = reaction_eval.score_one(REACT_CASE, out)
+    assert (scored["score"], scored["verdict"]) == (0.0, None)
+    assert "fails the Reaction schema" in scored["errors"][0]
+
+
+# --- explanation -----------------------------------------------------------------------
+
+GOOD = "You run palladium cross-coupling, and this ligand works at room temperature."
+
+
+def test_explanation_good_sentence_scores_one() -> None:
+    scored = explanation_eval.score_one(MATCH_CASE, _text(GOOD))
+    assert (scored["score"], scored["errors"], scored["refused"]) == (1.0, [], False)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(
+            "You run nickel chemistry, and this works at room temperature.",
+            "names none of the shared topics",
+            id="no-shared-topic",
+        ),
+        pytest.param(
+            "You run palladium cross-coupling, and this new ligand works at room temperature on every aryl chloride.",
+            "16 words; it must be under 15",
+            id="sixteen-words",
+        ),
+        pytest.param(
+            "Palladium cross-coupling with a new ligand at room temperature.",
+            'does not address the reader as "you"',
+            id="not-to-you",
+        ),
+        pytest.param(
+            "You will find a palladium cross-coupling ligand that works cold.",
+            "opens with a preamble",
+            id="you-will-find",
+        ),
+        pytest.param(
+            "This item gives your palladium cross-coupling a room-temperature ligand.",
+            "opens with a preamble",
+            id="this-item",
+        ),
+    ],
+)
+def test_explanation_each_failed_check_costs_a_quarter(text: str, error: str) -> None:
+    scored = explanation_eval.score_one(MATCH_CASE, _text(text))
+    assert scored["score"] == 0.75
+    assert len(scored["errors"]) == 1 and error in scored["errors"][0]
+
+
+@pytest.mark.parametrize(("words", "score"), [(14, 1.0), (15, 0.75)])
+def test_explanation_word_limit_is_under_fifteen(words: int, score: float) -> None:
+    text = " ".join(["You", "run", "palladium", "couplings"] + ["daily"] * (words - 4))
+    assert len(text.split()) == words
+    assert explanation_eval.score_one(MATCH_CASE, _text(text))["score"] == score
+
+
+def test_explanation_failing_every_check_scores_zero() -> None:
+    text = "This item describes nickel chemistry at room temperature for chemists who run reactions in labs every day."
+    scored = explanation_eval.score_one(MATCH_CASE, _text(text))
+    assert scored["score"] == 0.0 and len(scored["errors"]) == 4
+
+
+def test_explanation_exact_refusal_on_refuse_case_scores_one() -> None:
+    scored = explanation_eval.score_one(REFUSE_CASE, _text(REFUSAL))
+    assert (scored["score"], scored["errors"], scored["refused"]) == (1.0, [], True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Outside your stated interests",
+        "Outside of your stated interests.",
+        "outside your stated interests.",
+        "Outside your stated interests. Sorry!",
+        "This is outside your stated interests.",
+        "You follow palladium chemistry, not termites.",
+    ],
+)
+def test_explanation_near_miss_refusal_scores_zero(text: str) -> None:
+    scored = explanation_eval.score_one(REFUSE_CASE, _text(text))
+    assert (scored["score"], scored["refused"]) == (0.0, False)
+    assert len(scored["errors"]) == 1 and repr(REFUSAL) in scored["errors"][0]
+
+
+def test_explanation_refusal_on_a_match_case_scores_zero() -> None:
+    scored = explanation_eval.score_one(MATCH_CASE, _text(REFUSAL))
+    assert (scored["score"], scored["refused"]) == (0.0, True)
+    assert len(scored["errors"]) == 1 and "refused" in scored["errors"][0] and "palladium" in scored["errors"][0]
+
+
+@pytest.mark.parametrize("case", [MATCH_CASE, REFUSE_CASE], ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    ("out", "reason"),
+    [
+        pytest.param("You run palladium couplings.", "output is not valid JSON", id="bare-text"),
+        pytest.param(_text(""), "fails the Explanation schema", id="empty"),
+        pytest.param(_text("You run palladium couplings. " * 8), "fails the Explanation schema", id="over-160-chars"),
+        pytest.param('{"text": "You run couplings.", "why": "x"}', "fails the Explanation schema", id="extra-field"),
+    ],
+)
+def test_explanation_invalid_answer_scores_zero(case: ExplanationCase, out: str, reason: str) -> None:
+    scored = explanation_eval.score_one(case, out)
+    assert (scored["score"], scored["refused"]) == (0.0, None)
+    assert len(scored["errors"]) == 1 and reason in scored["errors"][0]
+
+
+# --- every real case is satisfiable, and an invalid answer fails it ---------------------
+
+INVALID = "Sorry, I cannot answer that in JSON."
+
+
+def _perfect_tagging(case: TaggingCase) -> str:
+    return _tags(*case.tags)
+
+
+def _perfect_reaction(case: ReactionCase) -> str:
+    return _reaction(case.verdict, f"'{case.title}'"[:300], confidence=5)
+
+
+def _perfect_explanation(case: ExplanationCase) -> str:
+    return _text(REFUSAL if case.refuse else f"You follow {case.must_mention_any[0]}.")
+
+
+@pytest.mark.parametrize("case", tagging_eval.load_cases(), ids=lambda c: c.id)
+def test_every_tagging_case_is_satisfiable(case: TaggingCase) -> None:
+    assert tagging_eval.score_one(case, _perfect_tagging(case))["score"] == 1.0
+    assert tagging_eval.score_one(case, INVALID)["score"] == 0.0
+
+
+@pytest.mark.parametrize("case", reaction_eval.load_cases(), ids=lambda c: c.id)
+def test_every_reaction_case_is_satisfiable(case: ReactionCase) -> None:
+    assert reaction_eval.score_one(case, _perfect_reaction(case))["score"] == 1.0
+    assert reaction_eval.score_one(case, INVALID)["score"] == 0.0
+
+
+@pytest.mark.parametrize("case", explanation_eval.load_cases(), ids=lambda c: c.id)
+def test_every_explanation_case_is_satisfiable(case: ExplanationCase) -> None:
+    assert explanation_eval.score_one(case, _perfect_explanation(case))["score"] == 1.0
+    assert explanation_eval.score_one(case, INVALID)["score"] == 0.0
+
+
+# --- score_verdicts --------------------------------------------------------------------
+
+
+def test_score_verdicts_on_a_hand_computed_example() -> None:
+    # labels    T  T  F  F ; verdicts T  F  T  F ; signed confidence +5 -2 +3 -4
+    # tp = 1 of 2 predicted, of 2 actual. AUC(verdict): pairs (1,1)=.5 (1,0)=1 (0,1)=0 (0,0)=.5 -> 2/4.
+    # AUC(signed): 5>3, 5>-4, -2<3, -2>-4 -> 3/4.
+    metrics = reaction_eval.score_verdicts([True, True, False, False], [True, False, True, False], [5, 2, 3, 4])
+    assert metrics == {"n": 4, "precision": 0.5, "recall": 0.5, "auc_verdict": 0.5, "auc_confidence": 0.75}
+
+
+def test_score_verdicts_perfect_and_inverted() -> None:
+    labels = [True, False, True, False, False]
+    perfect = reaction_eval.score_verdicts(labels, labels, [4, 2, 5, 3, 1])
+    assert (perfect["precision"], perfect["recall"], perfect["auc_verdict"], perfect["auc_confidence"]) == (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    )
+    inverted = reaction_eval.score_verdicts(labels, [not y for y in labels], [4, 2, 5, 3, 1])
+    assert (inverted["precision"], inverted["recall"], inverted["auc_verdict"]) == (0.0, 0.0, 0.0)
+
+
+def test_auc_confidence_is_none_when_confidence_never_varies() -> None:
+    metrics = reaction_eval.score_verdicts([True, True, False, False], [True, False, True, False], [3, 3, 3, 3])
+    assert metrics["auc_confidence"] is None
+    assert metrics["auc_verdict"] == 0.5
+
+
+def test_score_verdicts_undefined_metrics_are_none() -> None:
+    metrics = reaction_eval.score_verdicts([True, True], [False, False], [2, 4])
+    assert metrics["precision"] is None  # nothing predicted positive
+    assert metrics["auc_verdict"] is None and metrics["auc_confidence"] is None  # no negative label
+    assert reaction_eval.score_verdicts([False], [True], [3])["recall"] is None
+
+
+# --- gate ------------------------------------------------------------------------------
+
+
+def _result(scores: dict[str, float]) -> EvalResult:
+    results = [CaseResult(cid, 0, s, [], 0.0) for cid, s in scores.items()]
+    overall = sum(scores.values()) / len(scores) if scores else 0.0
+    return EvalResult("tagging", overall, 0.0, results)
+
+
+BASELINE = _result({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5})
+
+
+@pytest.mark.parametrize(
+    ("candidate", "min_gain", "passed"),
+    [
+        pytest.param({"a": 1.0, "b": 0.5, "c": 0.5, "d": 0.5}, 0.125, True, id="gain-equals-min"),
+        pytest.param({"a": 1.0, "b": 0.5, "c": 0.5, "d": 0.5}, 0.126, False, id="gain-just-short"),
+        pytest.param({"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.25}, 0.01, True, id="better-overall-one-worse"),
+        pytest.param({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5}, 0.01, False, id="equal"),
+        pytest.param({"a": 0.25, "b": 0.5, "c": 0.5, "d": 0.5}, 0.01, False, id="worse"),
+    ],
+)
+def test_gate_needs_min_gain_on_the_same_cases(candidate: dict[str, float], min_gain: float, passed: bool) -> None:
+    decision = tagging_eval.gate(_result(candidate), BASELINE, min_gain=min_gain)
+    assert decision.passed is passed
+    assert decision.reason.startswith("pass" if passed else "fail")
+    assert "4 cases" in decision.reason
+
+
+def test_gate_default_min_gain() -> None:
+    assert tagging_eval.gate(_result({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5625}), BASELINE).passed is True
+    assert tagging_eval.gate(_result({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.53}), BASELINE).passed is False
+
+
+def test_gate_reason_counts_better_and_worse_cases() -> None:
+    decision = tagging_eval.gate(_result({"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.25}), BASELINE)
+    assert "2 cases better, 1 worse" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        pytest.param({"a": 1.0, "b": 1.0, "c": 1.0, "e": 1.0}, id="different-ids"),
+        pytest.param({"a": 1.0, "b": 1.0, "c": 1.0}, id="fewer-ids"),
+        pytest.param({"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0}, id="more-ids"),
+        pytest.param({}, id="empty"),
+    ],
+)
+def test_gate_refuses_results_on_different_cases(candidate: dict[str, Any]) -> None:
+    decision = tagging_eval.gate(_result(candidate), BASELINE)
+    assert decision.passed is False
+    assert decision.reason.startswith("not comparable")
+
+
+def test_gate_is_defined_once() -> None:
+    assert reaction_eval.gate is tagging_eval.gate
+    assert explanation_eval.gate is tagging_eval.gate
