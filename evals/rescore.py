@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attest.errors import AttestError
+from attest.errors import AttestError, run_reporting_errors
 from evals import explanation_eval, reaction_eval, tagging_eval
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.cases import AnyCase
@@ -100,13 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--corpus", type=Path, help="read the labels from this corpus file instead of the run's own")
     args = parser.parse_args(argv)
-    try:
-        return _rescore(args)
-    except AttestError as exc:
-        if os.environ.get("ATTEST_DEBUG") == "1":
-            raise
-        print(f"rescore: error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting_errors("rescore", lambda: _rescore(args))
 
 
 def _rescore(args: argparse.Namespace) -> int:

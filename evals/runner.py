@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attest.cli import add_backend_options
-from attest.errors import AttestError
+from attest.errors import AttestError, run_reporting_errors
 from attest.llm import Backend, BackendError, RetryPolicy, Settings, make_backend
 from evals.cache import Identity, ResponseCache, resolve_cache_dir
 from evals.pipeline import (
@@ -59,12 +58,7 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
 def main(task: Task[Any], argv: Sequence[str] | None = None) -> int:
     args = _parser(task).parse_args(argv)
     try:
-        return _run(task, args)
-    except AttestError as exc:
-        if os.environ.get("ATTEST_DEBUG") == "1":
-            raise
-        print(f"{task.name} eval: error: {exc}", file=sys.stderr)
-        return 1
+        return run_reporting_errors(f"{task.name} eval", lambda: _run(task, args))
     except KeyboardInterrupt:
         print(f"\n{task.name} eval: interrupted; every answer so far is cached, rerun to continue", file=sys.stderr)
         return 130

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from attest import __version__
-from attest.errors import AttestError
+from attest.errors import AttestError, run_reporting_errors
 
 __all__ = ["main"]
 
@@ -49,13 +47,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return _tag(args)
-    except AttestError as exc:
-        if os.environ.get("ATTEST_DEBUG") == "1":
-            raise
-        print(f"attest: error: {exc}", file=sys.stderr)
-        return 1
+    return run_reporting_errors("attest", lambda: _tag(args))
 
 
 def _tag(args: argparse.Namespace) -> int:

@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
+
 
 class AttestError(Exception):
     """An error with a message fit to show a user: what failed, where, and what to do."""
+
+
+def run_reporting_errors(prog: str, action: Callable[[], int]) -> int:
+    """Run an entry point's work; an AttestError becomes one line on stderr and exit code 1.
+
+    `ATTEST_DEBUG=1` re-raises it instead, with the traceback.
+    """
+    try:
+        return action()
+    except AttestError as exc:
+        if os.environ.get("ATTEST_DEBUG") == "1":
+            raise
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
