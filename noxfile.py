@@ -22,7 +22,7 @@ def _install(session: nox.Session, extras: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite, including the real-model tests on the local backend."""
-    _install(session, "dev,eval,local")
+    _install(session, "dev,eval,local,optimize")
     session.run("pytest", *session.posargs)
 
 
@@ -69,3 +69,19 @@ def rescore(session: nox.Session) -> None:
     """Re-score the latest run of every task (or -- --run ID) with today's scorers; no model calls."""
     _install(session, "eval")
     session.run("python", "-m", "evals.rescore", *session.posargs)
+
+
+@nox.session(name="optimize-tagging", default=False)
+def optimize_tagging(session: nox.Session) -> None:
+    """Bootstrap tagging demos with DSPy on train, gate on dev, write an accepted ATTEST_TAG_PROMPT artifact."""
+    _install(session, "eval,local,optimize")
+    session.run("python", "evals/optimize_tagging.py", *session.posargs)
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against the model and Inspect AI, side by side; writes benchmarks/RESULTS.md."""
+    _install(session, "eval,local")
+    # Inspect AI only here; its OpenAI-compatible provider needs the openai client.
+    session.install("inspect-ai==0.3.285", "openai==3.57.0")
+    session.run("python", "benchmarks/run_all.py", *session.posargs)

@@ -51,7 +51,7 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     parser.add_argument("--offline", action="store_true", help="use the stub backend: no model, no network")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument("--worst", type=int, default=5, help="how many of the worst cases to show (default 5)")
-    add_backend_options(parser)
+    add_backend_options(parser, default_backend="auto")
     return parser
 
 

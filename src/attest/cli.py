@@ -33,12 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_backend_options(parser: argparse.ArgumentParser) -> None:
+def add_backend_options(parser: argparse.ArgumentParser, *, default_backend: str = "ollama") -> None:
     """The options every entry point shares for choosing and tuning a backend."""
     parser.add_argument(
         "--backend",
         choices=("auto", "ollama", "openai", "local", "stub"),
-        help="model backend (env ATTEST_BACKEND; default ollama)",
+        help=f"model backend (env ATTEST_BACKEND; default {default_backend})",
     )
     parser.add_argument("--model", help="model name (env ATTEST_MODEL; Ollama default gemma4:e2b)")
     parser.add_argument("--retries", type=int, default=3, help="attempts per request on transport faults (default 3)")

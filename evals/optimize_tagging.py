@@ -1,0 +1,454 @@
+"""The tagging prompt optimiser: DSPy bootstrapped few-shot on the train split, gated on dev.
+
+    python evals/optimize_tagging.py --backend local --budget 12
+    nox -s optimize-tagging -- --backend local --budget 12
+
+What is optimised is the prompt that ships. DSPy's `Predict` runs through
+`TagPromptAdapter`, which renders every request with `attest.features.tag_messages`
+(the predictor's instructions and demos become a `TagPrompt`) and parses the answer
+with `parse_answer`: DSPy's own prompt format never reaches the model. The adapter
+asks `AttestLM`, whose calls go through attest's backend and response cache, so a
+rerun with the same settings makes no model calls.
+
+`dspy.BootstrapFewShot` tries at most `--budget` train cases, one model call each (a
+counter refuses any call beyond the budget), keeps as demos the cases the model tags
+exactly right and tops them up with labelled train cases. The candidate and the shipped
+default prompt are then scored on the dev split, which the optimiser never sees, and
+`gate()` decides; only an accepted candidate is written, as an ATTEST_TAG_PROMPT artifact.
+Either way a record of the run goes to `<cache>/optimize/`.
+
+This is the only module under evals/ that imports dspy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import dspy
+
+from attest.cli import add_backend_options
+from attest.errors import AttestError
+from attest.features import DEFAULT_TAG_INSTRUCTIONS, ItemTags, TagDemo, TagPrompt, load_tag_prompt, tag_messages
+from attest.llm import (
+    Backend,
+    BackendError,
+    ChatResponse,
+    Message,
+    ModelOutputError,
+    RetryPolicy,
+    Settings,
+    make_backend,
+    parse_answer,
+    schema_of,
+)
+from evals import pipeline
+from evals.cache import Identity, ResponseCache, request_key, resolve_cache_dir
+from evals.cases import TaggingCase
+from evals.corpus import CorpusError
+from evals.pipeline import CachedChat, EvalResult, SampleChat, new_run_id, write_json
+from evals.tagging_eval import TASK, GateDecision, dspy_fields, gate, load_cases, score_one, to_dspy_example
+
+__all__ = [
+    "AttestLM",
+    "BudgetExceeded",
+    "BudgetedChat",
+    "Search",
+    "TagPromptAdapter",
+    "evaluate_prompt",
+    "main",
+    "prompt_from",
+    "search",
+    "tag_signature",
+]
+
+DEFAULT_OUTPUT = Path(__file__).with_name("prompts") / "tagging.json"
+DEFAULT_BUDGET = 12
+DEFAULT_MAX_DEMOS = 3  # with 3 demos a request is ~1200 tokens; SmolLM2 (local) has 2048 for prompt and answer
+BASELINE = TagPrompt(instructions=DEFAULT_TAG_INSTRUCTIONS)
+SCHEMA = schema_of(ItemTags)
+
+
+class BudgetExceeded(AttestError):
+    """The optimiser asked for a model call beyond --budget."""
+
+
+class ArtifactWriteError(AttestError):
+    """The accepted prompt cannot be written to --output."""
+
+
+# --- the model side: attest's backend and cache behind a DSPy LM ----------------------
+
+
+class _SearchStopped(BaseException):
+    """Carries a backend failure out of DSPy's bootstrap loop, which catches every Exception per example."""
+
+
+class BudgetedChat:
+    """A SampleChat over a CachedChat that makes at most `limit` model calls; cache hits are free.
+
+    A request beyond the budget raises BudgetExceeded without reaching the model (DSPy
+    counts it as a failed example and goes on). A BackendError is kept in `.failure` and
+    stops the whole search at once, rather than being retried on every remaining example.
+    """
+
+    def __init__(self, chat: CachedChat, limit: int) -> None:
+        self.chat = chat
+        self.limit = limit
+        self.refused = 0
+        self.failure: BackendError | None = None
+
+    @property
+    def calls(self) -> int:
+        return self.chat.calls
+
+    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
+        key = request_key(self.chat.identity, messages, schema, sample)
+        if self.chat.calls >= self.limit and key not in self.chat.cache:
+            self.refused += 1
+            raise BudgetExceeded(f"the budget of {self.limit} model calls is spent; this request was not sent")
+        try:
+            return self.chat.fetch(key, messages, schema)[0].response()
+        except BackendError as exc:
+            self.failure = exc
+            raise _SearchStopped from exc
+
+
+class AttestLM(dspy.BaseLM):  # type: ignore[misc]
+    """The LM DSPy sees. Only TagPromptAdapter calls it, through `answer`; DSPy's own
+    request path (`forward`) and cache are never used."""
+
+    def __init__(self, chat: SampleChat, name: str) -> None:
+        super().__init__(model=name, cache=False)
+        self.chat = chat
+
+    def answer(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
+        """The model's raw answer to a rendered request (sample 0)."""
+        return self.chat(messages, schema, 0).text
+
+
+def prompt_from(instructions: str, demos: Sequence[Any]) -> TagPrompt:
+    """A predictor's instructions and demos (dspy Examples or dicts) as the prompt that ships."""
+    return TagPrompt(
+        instructions=instructions,
+        demos=tuple(TagDemo(title=d["title"], summary=d["summary"], tags=list(d["tags"])) for d in demos),
+    )
+
+
+class TagPromptAdapter(dspy.Adapter):  # type: ignore[misc]
+    """Render DSPy's tagging calls with `tag_messages` and parse the answers as attest does.
+
+    `lm_kwargs` are ignored: the backend's options (temperature 0, a fixed seed) come from
+    Settings and are part of the cache key, and the bootstrap runs one round, so DSPy never
+    asks for another temperature.
+    """
+
+    def __call__(
+        self,
+        lm: Any,
+        lm_kwargs: dict[str, Any],
+        signature: Any,
+        demos: list[Any],
+        inputs: dict[str, Any],
+    ) -> list[dict[str, Any]]:
+        if not isinstance(lm, AttestLM):
+            raise TypeError(f"TagPromptAdapter answers through AttestLM, not {type(lm).__name__}")
+        return [self.parse(signature, lm.answer(self.format(signature, demos, inputs), SCHEMA))]
+
+    def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[Message]:
+        return tag_messages(inputs["title"], inputs["summary"], prompt=prompt_from(signature.instructions, demos))
+
+    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
+        try:
+            return {"tags": list(parse_answer(completion, ItemTags).tags)}
+        except ModelOutputError as exc:
+            raise dspy.AdapterParseError(type(self).__name__, signature, completion, exc.reason) from None
+
+
+# --- the search: BootstrapFewShot over train cases ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Search:
+    """What the optimiser chose, and what it tried."""
+
+    prompt: TagPrompt
+    tried: list[str]  # the ids of the train cases the bootstrap could try
+    bootstrapped: int  # demos the model tagged exactly right (the rest are labelled cases)
+    refused: int  # requests refused because the budget was spent
+
+
+def tag_signature(instructions: str) -> Any:
+    """The DSPy signature for tagging: fields from `dspy_fields()`, the given instructions."""
+    inputs, outputs = dspy_fields()
+    fields: dict[str, tuple[type, Any]] = {name: (str, dspy.InputField()) for name in inputs}
+    fields |= {name: (list[str], dspy.OutputField()) for name in outputs}
+    return dspy.make_signature(fields, instructions)
+
+
+def _metric(example: Any, prediction: Any, trace: object = None) -> float:
+    """F1 from the eval's own scorer, on the parsed answer."""
+    return float(score_one(example.case, json.dumps({"tags": prediction.tags}))["score"])
+
+
+def search(
+    chat: BudgetedChat, train: Sequence[TaggingCase], *, seed: int, max_demos: int, instructions: str, label: str
+) -> Search:
+    """Bootstrap demos from at most `chat.limit` train cases, one model call each (max_rounds=1).
+
+    A bootstrapped demo is a case the model tagged exactly right (F1 = 1, so no demo teaches
+    a wrong tag); the rest of the `max_demos` are labelled cases it tried but did not get right.
+    """
+    if any(c.split != "train" for c in train):
+        raise ValueError("the optimiser sees train cases only")
+    tried = random.Random(seed).sample(list(train), min(chat.limit, len(train)))
+    trainset = [dspy.Example(**to_dspy_example(c)).with_inputs(*dspy_fields()[0]) for c in tried]
+    optimiser = dspy.BootstrapFewShot(
+        metric=_metric,
+        metric_threshold=1.0,
+        max_bootstrapped_demos=max_demos,
+        max_labeled_demos=max_demos,
+        max_rounds=1,
+        max_errors=len(trainset) + 1,
+    )
+    try:
+        with dspy.context(lm=AttestLM(chat, label), adapter=TagPromptAdapter()), contextlib.redirect_stdout(sys.stderr):
+            program = optimiser.compile(dspy.Predict(tag_signature(instructions)), trainset=trainset)
+    except _SearchStopped:
+        assert chat.failure is not None
+        raise chat.failure from None
+    demos = list(program.demos)
+    bootstrapped = sum(bool(d.get("augmented", False)) for d in demos)
+    return Search(prompt_from(program.signature.instructions, demos), [c.id for c in tried], bootstrapped, chat.refused)
+
+
+# --- the gate: both prompts on dev --------------------------------------------------------
+
+
+def evaluate_prompt(chat: SampleChat, cases: Sequence[TaggingCase], prompt: TagPrompt) -> EvalResult:
+    """The tagging eval with `prompt` passed to `tag_messages` explicitly.
+
+    The prompt goes in through a copy of TASK with its renderer bound to `prompt`, not
+    through ATTEST_TAG_PROMPT: no process-wide state changes, and the baseline is the
+    shipped default whatever the environment says. `tag_messages(..., prompt=p)` is what
+    `tag_messages(...)` renders when ATTEST_TAG_PROMPT names p's file, so the candidate's
+    dev requests are the ones the artifact makes in production (a test re-scores them from
+    the cache with ATTEST_TAG_PROMPT set).
+    """
+
+    def render(case: TaggingCase) -> list[Message]:
+        return tag_messages(case.title, case.summary, prompt=prompt)
+
+    return pipeline.evaluate(dataclasses.replace(TASK, render=render), chat, cases)
+
+
+# --- the entry point ------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="optimize_tagging.py",
+        description="Bootstrap few-shot demos for the tagging prompt on train cases; gate the candidate on dev.",
+    )
+    parser.add_argument(
+        "--budget",
+        type=_positive,
+        default=DEFAULT_BUDGET,
+        help=f"model calls the optimiser may make on train cases "
+        f"(default {DEFAULT_BUDGET}); dev scoring costs up to twice the dev cases more, less when cached",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="which train cases the optimiser tries (default 0)")
+    parser.add_argument(
+        "--max-demos",
+        type=_positive,
+        default=DEFAULT_MAX_DEMOS,
+        help=f"demos in the prompt (default {DEFAULT_MAX_DEMOS})",
+    )
+    parser.add_argument("--min-gain", type=float, default=0.01, help="dev gain the gate requires (default 0.01)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help="where an accepted artifact goes (default evals/prompts/tagging.json)",
+    )
+    parser.add_argument("--cache-dir", help="cache directory (env ATTEST_CACHE_DIR; default cache/)")
+    add_backend_options(parser, default_backend="auto")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (AttestError, CorpusError) as exc:
+        if os.environ.get("ATTEST_DEBUG") == "1":
+            raise
+        print(f"optimize-tagging: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\noptimize-tagging: interrupted; every answer so far is cached, rerun to continue", file=sys.stderr)
+        return 130
+
+
+def _backend(args: argparse.Namespace) -> Backend:
+    retry = RetryPolicy(attempts=max(1, args.retries), timeout_s=args.timeout)
+    return make_backend(Settings.resolve(backend=args.backend, model=args.model, default_backend="auto", retry=retry))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    search: Search
+    baseline: EvalResult
+    candidate: EvalResult
+    decision: GateDecision
+    search_calls: int
+    dev_calls: int
+
+
+def _run(args: argparse.Namespace) -> int:
+    train, dev = load_cases(split="train"), load_cases(split="dev")
+    cache_dir = resolve_cache_dir(args.cache_dir)
+    cache = ResponseCache(cache_dir)
+    backend = _backend(args)
+    try:
+        identity = Identity.of(backend)
+        outcome = _optimise(args, backend, cache, identity, train, dev)
+    finally:
+        backend.close()
+        cache.close()
+    written = _write_artifact(args.output, outcome.search.prompt) if outcome.decision.passed else None
+    record = _record(args, cache_dir, identity, outcome, written)
+    _print(args, identity, outcome, {c.title: c.id for c in train}, written, record)
+    return 0
+
+
+def _optimise(
+    args: argparse.Namespace,
+    backend: Backend,
+    cache: ResponseCache,
+    identity: Identity,
+    train: Sequence[TaggingCase],
+    dev: Sequence[TaggingCase],
+) -> _Outcome:
+    budgeted = BudgetedChat(CachedChat(backend, cache, identity), args.budget)
+    label = f"attest/{identity.kind}/{identity.model}"
+    found = search(
+        budgeted, train, seed=args.seed, max_demos=args.max_demos, instructions=BASELINE.instructions, label=label
+    )
+    dev_chat = CachedChat(backend, cache, identity)
+    baseline = evaluate_prompt(dev_chat, dev, BASELINE)
+    candidate = evaluate_prompt(dev_chat, dev, found.prompt)
+    decision = gate(candidate, baseline, min_gain=args.min_gain)
+    return _Outcome(found, baseline, candidate, decision, budgeted.calls, dev_chat.calls)
+
+
+def _write_artifact(path: Path, prompt: TagPrompt) -> Path:
+    """Write the accepted prompt atomically and read it back as ATTEST_TAG_PROMPT would."""
+    try:
+        write_json(path, prompt.model_dump(mode="json"))
+    except OSError as exc:
+        raise ArtifactWriteError(f"cannot write {path} ({exc.strerror or exc}): give a writable --output") from None
+    if load_tag_prompt(path) != prompt:
+        raise ArtifactWriteError(f"{path} does not read back as the accepted prompt")
+    return path
+
+
+def _record(
+    args: argparse.Namespace, cache_dir: Path, identity: Identity, outcome: _Outcome, written: Path | None
+) -> Path:
+    """Keep the run (and a refused candidate) in <cache>/optimize/ for inspection."""
+    path = cache_dir / "optimize" / f"{new_run_id('tagging')}.json"
+    found = outcome.search
+    write_json(
+        path,
+        {
+            "backend": identity.kind,
+            "model": identity.model,
+            "digest": identity.digest,
+            "budget": args.budget,
+            "seed": args.seed,
+            "max_demos": args.max_demos,
+            "min_gain": args.min_gain,
+            "tried": found.tried,
+            "bootstrapped": found.bootstrapped,
+            "refused": found.refused,
+            "candidate_prompt": found.prompt.model_dump(mode="json"),
+            "dev": {"baseline": outcome.baseline.by_case(), "candidate": outcome.candidate.by_case()},
+            "baseline_overall": outcome.baseline.overall,
+            "candidate_overall": outcome.candidate.overall,
+            "gate": {"passed": outcome.decision.passed, "reason": outcome.decision.reason},
+            "written": str(written) if written else None,
+            "model_calls": {"search": outcome.search_calls, "dev": outcome.dev_calls},
+        },
+    )
+    return path
+
+
+def _print(
+    args: argparse.Namespace,
+    identity: Identity,
+    outcome: _Outcome,
+    ids_by_title: Mapping[str, str],
+    written: Path | None,
+    record: Path,
+) -> None:
+    found, prompt = outcome.search, outcome.search.prompt
+    demos = ", ".join(ids_by_title.get(d.title, "?") for d in prompt.demos) or "none"
+    same = "unchanged" if prompt.instructions == BASELINE.instructions else "changed"
+    print(f"tagging prompt optimiser, {identity.kind} {identity.model}")
+    print(
+        f"  search      BootstrapFewShot over {len(found.tried)} train cases (seed {args.seed}); "
+        f"{outcome.search_calls} model calls of a budget of {args.budget}"
+    )
+    if found.refused:
+        print(f"  budget      spent: {found.refused} further request(s) refused, not sent")
+    print(
+        f"  candidate   {len(prompt.demos)} demos ({found.bootstrapped} tagged exactly right by the model): {demos}; "
+        f"instructions {same}"
+    )
+    print(
+        f"  dev         baseline {outcome.baseline.overall:.3f}  candidate {outcome.candidate.overall:.3f}  "
+        f"({outcome.candidate.n} cases)"
+    )
+    print(f"  gate        {outcome.decision.reason}")
+    if written is not None:
+        shown = _shown(written)
+        print(f"  artifact    written to {shown}; use it with ATTEST_TAG_PROMPT={shown} attest tag ...")
+    else:
+        print(f"  artifact    not written: the gate refused the candidate; {_shown(args.output)} is unchanged")
+    print(f"  record      {record}")
+    print(
+        f"  model calls {outcome.search_calls + outcome.dev_calls} "
+        f"({outcome.search_calls} searching, {outcome.dev_calls} scoring dev)"
+    )
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working directory when it lies inside it, as a user would type it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
