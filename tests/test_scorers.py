@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -424,3 +425,22 @@ def test_gate_refuses_results_on_different_cases(candidate: dict[str, Any]) -> N
 def test_gate_is_defined_once() -> None:
     assert reaction_eval.gate is tagging_eval.gate
     assert explanation_eval.gate is tagging_eval.gate
+
+
+def _pairwise_auc(labels: list[bool], scores: list[float]) -> float | None:
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return None
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+
+
+def test_roc_auc_from_ranks_equals_the_pairwise_definition() -> None:
+    rng = random.Random(7)
+    for _ in range(500):
+        n = rng.randint(0, 25)
+        labels = [rng.random() < 0.5 for _ in range(n)]
+        scores = [float(rng.randint(-5, 5)) for _ in range(n)]  # few distinct values: many ties
+        expected = _pairwise_auc(labels, scores)
+        got = reaction_eval.roc_auc(labels, scores)
+        assert got == pytest.approx(expected) if expected is not None else got is None
