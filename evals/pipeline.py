@@ -198,7 +198,8 @@ def generate(
     stats = GenerateStats(samples=len(planned))
     start = time.perf_counter()
     schema = task.schema
-    misses = [p for p in planned if p.key not in chat.cache]
+    cached = chat.cache.get_many([p.key for p in planned])
+    misses = [p for p in planned if cached[p.key] is None]
     stats.hits = len(planned) - len(misses)
     if progress:
         progress(stats)
@@ -320,11 +321,13 @@ def evaluate(
 
 def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: ResponseCache) -> EvalResult:
     """The score stage for a run: each (case, sample, key) scored from the cache, no network."""
+    samples = list(samples)
+    entries = cache.get_many([key for _, _, key in samples])
     cases: dict[str, AnyCase] = {}
     results = []
     missing = []
     for case, sample, key in samples:
-        entry = cache.get(key)
+        entry = entries[key]
         if entry is None:
             missing.append(f"{case.id}#{sample}")
             continue

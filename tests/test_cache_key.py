@@ -19,7 +19,7 @@ from attest.features import ItemTags, tag_messages
 from attest.llm import OpenAIBackend, Settings, StubBackend, make_backend, schema_of
 from attest.simulate import Reaction
 from evals import tagging_eval
-from evals.cache import Identity, request_key
+from evals.cache import Entry, Identity, ResponseCache, request_key
 from evals.cases import TaggingCase
 from evals.pipeline import plan
 
@@ -199,3 +199,14 @@ def test_keys_are_the_same_in_another_process(hash_seed: str) -> None:
     here = [request_key(identity, tag_messages(TITLE, SUMMARY), schema_of(ItemTags), i) for i in range(3)]
     assert json.loads(out) == here
     assert len(set(here)) == 3
+
+
+def test_get_many_answers_as_get_does(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    entries = {f"{i:064x}": Entry(f"answer {i}", 0.1 * i, i, None, "m", "d", 1.0 + i) for i in range(3)}
+    for key, entry in entries.items():
+        cache.put(key, entry)
+    asked = [*entries, "f" * 64, next(iter(entries))]  # a miss, and a repeated key
+    assert cache.get_many(asked) == {key: cache.get(key) for key in asked}
+    assert cache.get_many(asked)["f" * 64] is None
+    cache.close()
