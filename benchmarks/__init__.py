@@ -1,0 +1,1 @@
+"""Benchmarks: `nox -s bench` runs them all and writes benchmarks/RESULTS.md."""
