@@ -30,7 +30,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, and mypy --strict over src and evals."""
     _install(session, "dev,eval,local")
-    session.run("ruff", "check", "src", "evals", "tests", "examples", "noxfile.py")
+    session.run("ruff", "check", "src", "evals", "tests", "examples", "benchmarks", "noxfile.py")
     session.run("mypy", "src", "evals")
 
 
