@@ -209,7 +209,7 @@ class ResponseCache:
     @contextmanager
     def lease(self, key: str, *, wait_s: float = 600.0) -> Iterator[bool]:
         """Hold the right to generate `key`; yields False if another live process filled it meanwhile."""
-        token = f"{os.uname().nodename}:{os.getpid()}"
+        token = _lease_token(os.getpid())
         deadline = time.monotonic() + wait_s
         while not self._db.add(_LOCK_PREFIX + key, token, expire=wait_s):
             if self.get(key) is not None:
@@ -217,7 +217,7 @@ class ResponseCache:
                 return
             holder = self._db.get(_LOCK_PREFIX + key)
             if holder is not None and not _alive(str(holder)):
-                self._db.delete(_LOCK_PREFIX + key)
+                self._break_lease(key, holder)
             elif time.monotonic() > deadline:
                 break
             time.sleep(0.05)
@@ -227,13 +227,33 @@ class ResponseCache:
             if self._db.get(_LOCK_PREFIX + key) == token:
                 self._db.delete(_LOCK_PREFIX + key)
 
+    def _break_lease(self, key: str, holder: object) -> None:
+        """Delete a dead process's lease, unless someone else replaced it meanwhile."""
+        with self._db.transact():
+            if self._db.get(_LOCK_PREFIX + key) == holder:
+                self._db.delete(_LOCK_PREFIX + key)
+
     def close(self) -> None:
         self._db.close()
 
 
+def _lease_token(pid: int) -> str:
+    """host:pid:start-time; the start time tells a reused pid from the process that took the lease."""
+    return f"{os.uname().nodename}:{pid}:{_start_time(pid)}"
+
+
+def _start_time(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return ""
+    return stat.rpartition(")")[2].split()[19]  # field 22, counted after the command name
+
+
 def _alive(token: str) -> bool:
     """Whether the process that took a lease still runs (a lease from another host counts as alive)."""
-    host, _, pid = token.rpartition(":")
+    host, _, rest = token.partition(":")
+    pid, _, started = rest.partition(":")
     if host != os.uname().nodename or not pid.isdigit():
         return True
     try:
@@ -242,4 +262,4 @@ def _alive(token: str) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not started or _start_time(int(pid)) in ("", started)
