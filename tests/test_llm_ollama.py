@@ -177,8 +177,18 @@ def test_missing_token_counts_are_none_not_a_crash() -> None:
 def test_answer_without_message_content_is_a_backend_error() -> None:
     body = _chat_body()
     del body["message"]
-    with pytest.raises(BackendError, match=r"without message\.content"):
-        _backend(FakeOllama(httpx.Response(200, json=body))).chat_json(MESSAGES, SCHEMA)
+    fake = FakeOllama(httpx.Response(200, json=body))
+    with pytest.raises(BackendError, match=r"without message\.content after 3 attempts: start it with"):
+        _backend(fake).chat_json(MESSAGES, SCHEMA)
+    assert fake.calls == 3
+
+
+def test_an_answerless_reply_is_retried_and_the_next_answer_used() -> None:
+    body = _chat_body()
+    del body["message"]
+    fake = FakeOllama(httpx.Response(200, json=body), httpx.Response(200, json=_chat_body()))
+    assert _backend(fake).chat_json(MESSAGES, SCHEMA).text == ANSWER
+    assert fake.calls == 2
 
 
 # --- faults ---------------------------------------------------------------------------

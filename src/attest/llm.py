@@ -238,11 +238,14 @@ def _post(
     describe: Callable[[httpx.Response], BackendError],
     server: str,
     hint: str,
+    extract: tuple[Callable[[Mapping[str, Any]], str | None], str],
     headers: Mapping[str, str] | None = None,
-) -> tuple[dict[str, Any], float]:
-    """POST with bounded retries; return the decoded JSON body and the latency of the good try.
+) -> tuple[dict[str, Any], str, float]:
+    """POST with bounded retries; return the decoded body, the answer text in it, and the good try's latency.
 
-    Only transport faults, 5xx, 429 and garbled bodies are retried; the final error
+    `extract` finds the answer text in the body (None if absent) and names where it
+    should be. Only transport
+    faults, 5xx, 429 and garbled or answerless bodies are retried; the final error
     names the URL, the cause, the number of attempts and what to do (`hint`).
     """
     import httpx
@@ -255,7 +258,11 @@ def _post(
         try:
             resp = client.post(url, json=body, headers=headers, timeout=retry.timeout_s)
             if resp.status_code < 400:
-                return _decode(resp, url, server), time.perf_counter() - start
+                data = _decode(resp, url, server)
+                text = extract[0](data)
+                if text is None:
+                    raise BackendError(f"{server} at {url} answered without {extract[1]}", url=url, retryable=True)
+                return data, text, time.perf_counter() - start
             last = describe(resp)
             retry_after = resp.headers.get("retry-after")
         except httpx.TransportError as exc:
@@ -284,8 +291,7 @@ def _decode(resp: httpx.Response, url: str, server: str) -> dict[str, Any]:
         data = resp.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise BackendError(
-            f"{server} at {url} sent a body that is not JSON ({len(resp.content)} bytes): "
-            "check that the URL points at the right server",
+            f"{server} at {url} sent a body that is not JSON ({len(resp.content)} bytes)",
             url=url,
             retryable=True,
         ) from None
@@ -331,7 +337,7 @@ def _status_error(resp: httpx.Response, url: str, server: str, hint: str) -> Bac
 
 
 _OLLAMA_HINT = "start it with `ollama serve` (or set OLLAMA_HOST), or use `--backend local`"
-_OPENAI_HINT = "check that the server is running and that ATTEST_OPENAI_BASE_URL points at it"
+_OPENAI_HINT = "check that the server is running and that ATTEST_OPENAI_BASE_URL points at the right server"
 
 
 class OllamaBackend:
@@ -367,12 +373,18 @@ class OllamaBackend:
             "format": dict(schema),
             "options": opts,
         }
-        data, latency = _post(self._client, url, body, self.retry, self._describe, "Ollama", _OLLAMA_HINT)
-        message = data.get("message")
-        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
-            raise BackendError(f"Ollama at {url} answered without message.content", url=url, retryable=True)
+        data, text, latency = _post(
+            self._client,
+            url,
+            body,
+            self.retry,
+            self._describe,
+            "Ollama",
+            _OLLAMA_HINT,
+            (_ollama_text, "message.content"),
+        )
         return ChatResponse(
-            text=message["content"],
+            text=text,
             latency_s=latency,
             prompt_tokens=_int_or_none(data.get("prompt_eval_count")),
             completion_tokens=_int_or_none(data.get("eval_count")),
@@ -464,14 +476,17 @@ class OpenAIBackend:
         }
         if self.model:
             body["model"] = self.model
-        data, latency = _post(
-            self._client, url, body, self.retry, self._describe, "the server", _OPENAI_HINT, self._headers
+        data, text, latency = _post(
+            self._client,
+            url,
+            body,
+            self.retry,
+            self._describe,
+            "the server",
+            _OPENAI_HINT,
+            (_first_choice_text, "choices[0].message.content"),
+            self._headers,
         )
-        text = _first_choice_text(data)
-        if text is None:
-            raise BackendError(
-                f"the server at {url} answered without choices[0].message.content", url=url, retryable=True
-            )
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         assert isinstance(usage, dict)
         if self._digest is None:
@@ -510,6 +525,13 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _ollama_text(data: Mapping[str, Any]) -> str | None:
+    message = data.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+        return None
+    return str(message["content"])
 
 
 def _first_choice_text(data: Mapping[str, Any]) -> str | None:
