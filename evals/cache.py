@@ -89,25 +89,14 @@ def request_key(identity: Identity, messages: Sequence[Message], schema: Mapping
 
 
 @dataclass(frozen=True)
-class Entry:
-    """A cached answer and its provenance."""
+class Entry(ChatResponse):
+    """A cached answer: the response as the model gave it, and when it was stored."""
 
-    text: str
-    latency_s: float
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    model: str
-    digest: str
     created: float
 
     @classmethod
     def of(cls, response: ChatResponse) -> Entry:
         return cls(**asdict(response), created=time.time())
-
-    def response(self) -> ChatResponse:
-        return ChatResponse(
-            self.text, self.latency_s, self.prompt_tokens, self.completion_tokens, self.model, self.digest
-        )
 
 
 class JSONDisk(diskcache.Disk):  # type: ignore[misc]

@@ -120,7 +120,7 @@ class BudgetedChat:
             self.refused += 1
             raise BudgetExceeded(f"the budget of {self.limit} model calls is spent; this request was not sent")
         try:
-            return self.chat.fetch(key, messages, schema)[0].response()
+            return self.chat.fetch(key, messages, schema)[0]
         except BackendError as exc:
             self.failure = exc
             raise _SearchStopped from exc

@@ -136,7 +136,7 @@ class CachedChat:
         self.calls = 0
 
     def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema)[0].response()
+        return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema)[0]
 
     def fetch(self, key: str, messages: Sequence[Message], schema: Mapping[str, Any]) -> tuple[Entry, bool]:
         """The entry for `key` and whether it was a hit; a miss calls the model and stores the answer."""
@@ -166,7 +166,7 @@ class CacheOnlyChat:
         entry = self.cache.get(key)
         if entry is None:
             raise MissingSampleError(f"sample {key[:12]} is not in the cache: run the generate stage first")
-        return entry.response()
+        return entry
 
 
 def unsampled(chat_json: Callable[[Sequence[Message], Mapping[str, Any]], ChatResponse]) -> SampleChat:
