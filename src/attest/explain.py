@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from attest.llm import ChatJSON, Message, ask
-from attest.render import item_block
+from attest.render import item_block, one_line
 
 __all__ = ["EXPLANATION_SYSTEM_PROMPT", "REFUSAL", "Explanation", "explanation_messages", "generate_explanation"]
 
@@ -46,7 +46,7 @@ def explanation_messages(profile: str, title: str, summary: str) -> list[Message
     """Render the explanation request: the one place the explanation prompt is built."""
     return [
         {"role": "system", "content": EXPLANATION_SYSTEM_PROMPT},
-        {"role": "user", "content": f"Interests: {' '.join(profile.split())}\n\n{item_block(title, summary)}"},
+        {"role": "user", "content": f"Interests: {one_line(profile)}\n\n{item_block(title, summary)}"},
     ]
 
 

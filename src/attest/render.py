@@ -6,15 +6,14 @@ the contract between the renderers and the stub.
 
 from __future__ import annotations
 
-__all__ = ["ITEM_LABELS", "item_block"]
-
-ITEM_LABELS = ("Title:", "Summary:")
+__all__ = ["item_block", "one_line"]
 
 
 def item_block(title: str, summary: str) -> str:
     """The item as the model sees it: a labelled title line and summary line."""
-    return f"Title: {_one_line(title)}\nSummary: {_one_line(summary)}"
+    return f"Title: {one_line(title)}\nSummary: {one_line(summary)}"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace, newlines included, made one space: one labelled line."""
     return " ".join(text.split())

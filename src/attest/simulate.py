@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from attest.llm import ChatJSON, Message, ask
-from attest.render import item_block
+from attest.render import item_block, one_line
 
 __all__ = ["REACTION_SYSTEM_PROMPT", "Reaction", "react_to_item", "reaction_messages"]
 
@@ -42,7 +42,7 @@ class Reaction(BaseModel):
 
 def reaction_messages(persona: str, interests: str, title: str, summary: str) -> list[Message]:
     """Render the reaction request: the one place the reaction prompt is built."""
-    reader = f"Reader: {' '.join(persona.split())}\nInterests: {' '.join(interests.split())}"
+    reader = f"Reader: {one_line(persona)}\nInterests: {one_line(interests)}"
     return [
         {"role": "system", "content": REACTION_SYSTEM_PROMPT},
         {"role": "user", "content": f"{reader}\n\n{item_block(title, summary)}"},
