@@ -49,20 +49,20 @@ def find_runs(cache_dir: Path, *, run_id: str | None = None, every: bool = False
         if not (root / run_id / "manifest.json").is_file():
             raise RunError(f"no run {run_id!r} in {root}: list them with `ls {root}`")
         return [root / run_id]
-    complete = [d for d in sorted(root.glob("*/")) if _is_complete(d)]
+    complete = {d: task for d in sorted(root.glob("*/")) if (task := _complete_task(d)) is not None}
     if every:
-        return complete
-    latest: dict[str, Path] = {}
-    for d in complete:
-        latest[_manifest(d)["task"]] = d  # run ids sort by time
+        return list(complete)
+    latest = {task: d for d, task in complete.items()}  # run ids sort by time: the last one wins
     return list(latest.values())
 
 
-def _is_complete(run_dir: Path) -> bool:
+def _complete_task(run_dir: Path) -> str | None:
+    """The task of a complete run, or None for a run still generating or not a run at all."""
     try:
-        return _manifest(run_dir).get("status") == "complete"
+        manifest = _manifest(run_dir)
     except RunError:
-        return False
+        return None
+    return str(manifest["task"]) if manifest.get("status") == "complete" else None
 
 
 def rescore_run(run_dir: Path, cache: ResponseCache, corpus: Path | None = None) -> tuple[dict[str, Any], EvalResult]:
@@ -120,16 +120,17 @@ def _rescore(args: argparse.Namespace) -> int:
 
 def _rescore_runs(runs: list[Path], cache: ResponseCache, corpus: Path | None) -> int:
     start = time.perf_counter()
+    samples = 0
     print(f"{'run':<36} {'task':<12} {'samples':>7} {'old':>7} {'new':>7}")
     for run_dir in runs:
         manifest, result = rescore_run(run_dir, cache, corpus)
+        samples += result.n
         old = _old_score(run_dir)
         print(f"{run_dir.name:<36} {result.task:<12} {result.n:>7} {_f(old):>7} {result.overall:>7.3f}")
         write_json(
             run_dir / "rescore.json",
             {"run_id": manifest["run_id"], "rescored_at": time.time(), "old_overall": old, **result.to_json()},
         )
-    samples = sum(len(_manifest(r)["samples"]) for r in runs)
     print(
         f"re-scored {len(runs)} run(s), {samples} samples, in {time.perf_counter() - start:.3f} s "
         "from the cache (no backend exists in rescore)"
