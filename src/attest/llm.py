@@ -236,20 +236,19 @@ def _post(
     body: Mapping[str, Any],
     retry: RetryPolicy,
     describe: Callable[[httpx.Response], BackendError],
-    server: str,
-    hint: str,
-    extract: tuple[Callable[[Mapping[str, Any]], str | None], str],
+    wire: _Wire,
     headers: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any], str, float]:
     """POST with bounded retries; return the decoded body, the answer text in it, and the good try's latency.
 
-    `extract` finds the answer text in the body (None if absent) and names where it
-    should be. Only transport
+    `wire` says how the server's API names itself, where the answer sits and what
+    to do when it fails. Only transport
     faults, 5xx, 429 and garbled or answerless bodies are retried; the final error
     names the URL, the cause, the number of attempts and what to do (`hint`).
     """
     import httpx
 
+    server = wire.server
     last: BackendError | None = None
     attempt = 0
     for attempt in range(1, retry.attempts + 1):
@@ -259,9 +258,11 @@ def _post(
             resp = client.post(url, json=body, headers=headers, timeout=retry.timeout_s)
             if resp.status_code < 400:
                 data = _decode(resp, url, server)
-                text = extract[0](data)
+                text = wire.answer(data)
                 if text is None:
-                    raise BackendError(f"{server} at {url} answered without {extract[1]}", url=url, retryable=True)
+                    raise BackendError(
+                        f"{server} at {url} answered without {wire.answer_field}", url=url, retryable=True
+                    )
                 return data, text, time.perf_counter() - start
             last = describe(resp)
             retry_after = resp.headers.get("retry-after")
@@ -276,7 +277,7 @@ def _post(
     if not last.retryable:
         raise last
     tries = f" after {attempt} attempts" if attempt > 1 else ""
-    raise BackendError(f"{last}{tries}: {hint}", url=url, retryable=True)
+    raise BackendError(f"{last}{tries}: {wire.hint}", url=url, retryable=True)
 
 
 def _new_client(url: str) -> httpx.Client:
@@ -373,16 +374,7 @@ class OllamaBackend:
             "format": dict(schema),
             "options": opts,
         }
-        data, text, latency = _post(
-            self._client,
-            url,
-            body,
-            self.retry,
-            self._describe,
-            "Ollama",
-            _OLLAMA_HINT,
-            (_ollama_text, "message.content"),
-        )
+        data, text, latency = _post(self._client, url, body, self.retry, self._describe, _OLLAMA_WIRE)
         return ChatResponse(
             text=text,
             latency_s=latency,
@@ -476,17 +468,7 @@ class OpenAIBackend:
         }
         if self.model:
             body["model"] = self.model
-        data, text, latency = _post(
-            self._client,
-            url,
-            body,
-            self.retry,
-            self._describe,
-            "the server",
-            _OPENAI_HINT,
-            (_first_choice_text, "choices[0].message.content"),
-            self._headers,
-        )
+        data, text, latency = _post(self._client, url, body, self.retry, self._describe, _OPENAI_WIRE, self._headers)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         assert isinstance(usage, dict)
         if self._digest is None:
@@ -542,6 +524,20 @@ def _first_choice_text(data: Mapping[str, Any]) -> str | None:
     if not isinstance(message, dict) or not isinstance(message.get("content"), str):
         return None
     return str(message["content"])
+
+
+@dataclass(frozen=True)
+class _Wire:
+    """How one server API is spoken: its name in messages, the remedy when it fails, where its answer sits."""
+
+    server: str
+    hint: str
+    answer: Callable[[Mapping[str, Any]], str | None]
+    answer_field: str
+
+
+_OLLAMA_WIRE = _Wire("Ollama", _OLLAMA_HINT, _ollama_text, "message.content")
+_OPENAI_WIRE = _Wire("the server", _OPENAI_HINT, _first_choice_text, "choices[0].message.content")
 
 
 def _int_or_none(value: object) -> int | None:
