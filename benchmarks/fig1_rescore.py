@@ -25,44 +25,42 @@ if __package__ in (None, ""):
 from attest.llm import StubBackend
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals.cache import Identity, ResponseCache
-from evals.pipeline import CachedChat, Planned, generate, load_cases, manifest_for, plan, runs_dir, write_json
+from evals.execute import RunSpec, execute
+from evals.pipeline import CachedChat, load_cases
+from evals.records import DirStore, Manifest
 from evals.rescore import TASKS, rescore_run
 
 TOTAL = 10_000
 TARGET = 10_000.0  # samples per second
 
 
-def _build(directory: Path, cache: ResponseCache) -> tuple[list[Path], list[tuple[str, Any, str]]]:
-    """Three complete runs holding >= TOTAL samples; returns their dirs and every (task, case, text)."""
+def _build(directory: Path, cache: ResponseCache) -> tuple[list[Manifest], list[tuple[str, Any, str]]]:
+    """Three complete runs holding >= TOTAL samples; returns their manifests and every (task, case, text)."""
     backend = StubBackend()
-    identity = Identity.of(backend)
-    chat = CachedChat(backend, cache, identity)
+    chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
+    store = DirStore(directory / "runs")
     share = -(-TOTAL // len(TASKS))
-    run_dirs, answers = [], []
+    manifests, answers = [], []
     for name, task in TASKS.items():
         cases = load_cases(task)
         repeat = -(-share // len(cases))
-        planned = plan(task, cases, identity, repeat)
-        generate(task, planned, chat)
-        run_dir = runs_dir(directory) / f"bench-{name}"
-        manifest = manifest_for(task, run_dir.name, identity, cases, "all", repeat, planned)
-        write_json(run_dir / "manifest.json", {**manifest, "status": "complete"})
-        run_dirs.append(run_dir)
-        answers.extend(_answers(name, planned, cache))
-    return run_dirs, answers
+        outcome = execute(RunSpec(task, cases, cases, task.corpus, "all", repeat), chat, store)
+        manifests.append(outcome.manifest)
+        answers.extend(_answers(name, outcome.manifest, {c.id: c for c in cases}, cache))
+    return manifests, answers
 
 
-def _answers(name: str, planned: list[Planned], cache: ResponseCache) -> list[tuple[str, Any, str]]:
+def _answers(name: str, manifest: Manifest, cases: dict[str, Any], cache: ResponseCache) -> list[tuple[str, Any, str]]:
     out = []
-    for p in planned:
-        entry = cache.get(p.key)
+    for s in manifest.samples:
+        entry = cache.get(s.key)
         assert entry is not None, "the generate stage left a sample out of the cache"
-        out.append((name, p.case, entry.text))
+        out.append((name, cases[s.case], entry.text))
     return out
 
 
-def _rescore_all(run_dirs: list[Path], cache: ResponseCache) -> int:
-    return sum(rescore_run(d, cache)[1].n for d in run_dirs)
+def _rescore_all(manifests: list[Manifest], cache: ResponseCache) -> int:
+    return sum(rescore_run(m, cache).result.n for m in manifests)
 
 
 def _score_only(answers: list[tuple[str, Any, str]]) -> int:
@@ -71,7 +69,7 @@ def _score_only(answers: list[tuple[str, Any, str]]) -> int:
     return len(answers)
 
 
-def _profile(run_dirs: list[Path], cache: ResponseCache, top: int = 6) -> list[str]:
+def _profile(run_dirs: list[Manifest], cache: ResponseCache, top: int = 6) -> list[str]:
     profiler = cProfile.Profile()
     profiler.runcall(_rescore_all, run_dirs, cache)
     stats = pstats.Stats(profiler)

@@ -222,6 +222,19 @@ class ResponseCache:
             if self._db.get(_LOCK_PREFIX + key) == holder:
                 self._db.delete(_LOCK_PREFIX + key)
 
+    def collect(self, keep: set[str], *, dry_run: bool = True) -> tuple[int, int]:
+        """Remove (or, dry, count) answers whose key is not in `keep`: (entries, bytes of answer text)."""
+        count = size = 0
+        for key in list(self._db.iterkeys()):
+            if not isinstance(key, str) or key.startswith(_LOCK_PREFIX) or key in keep:
+                continue
+            entry = self.get(key)
+            count += 1
+            size += len(entry.text.encode("utf-8")) if entry else 0
+            if not dry_run:
+                self._db.delete(key)
+        return count, size
+
     def close(self) -> None:
         self._db.close()
 

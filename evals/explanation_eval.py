@@ -10,7 +10,7 @@ from typing import Any
 
 from attest.explain import REFUSAL, Explanation, explanation_messages
 from attest.llm import Message
-from evals import pipeline
+from evals import execute, pipeline
 from evals.cases import ExplanationCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
 from evals.scoring import parse_or_error
@@ -93,7 +93,7 @@ def evaluate(
     repeat: int = 1,
     on_case: Callable[[CaseResult], None] | None = None,
 ) -> EvalResult:
-    return pipeline.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
+    return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
 
 def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:

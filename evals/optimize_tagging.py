@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import random
@@ -54,11 +53,13 @@ from attest.llm import (
     parse_answer,
     schema_of,
 )
-from evals import pipeline
 from evals.cache import Identity, ResponseCache, request_key, resolve_cache_dir
 from evals.cases import TaggingCase
 from evals.corpus import CorpusError
-from evals.pipeline import CachedChat, EvalResult, SampleChat, new_run_id, write_json
+from evals.execute import RunOutcome, RunSpec, execute, with_render
+from evals.execute import evaluate as execute_evaluate
+from evals.pipeline import CachedChat, EvalResult, SampleChat
+from evals.records import DirStore, RunStore, new_run_id, write_atomic
 from evals.tagging_eval import TASK, GateDecision, dspy_fields, gate, load_cases, score_one, to_dspy_example
 
 __all__ = [
@@ -116,11 +117,11 @@ class BudgetedChat:
 
     def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
         key = request_key(self.chat.identity, messages, schema, sample)
-        if self.chat.calls >= self.limit and key not in self.chat.cache:
+        if self.chat.calls >= self.limit and self.chat.cache.get(key) is None:
             self.refused += 1
             raise BudgetExceeded(f"the budget of {self.limit} model calls is spent; this request was not sent")
         try:
-            return self.chat.fetch(key, messages, schema)[0]
+            return self.chat.fetch(key, messages, schema, sample)[0]
         except BackendError as exc:
             self.failure = exc
             raise _SearchStopped from exc
@@ -248,10 +249,24 @@ def evaluate_prompt(chat: SampleChat, cases: Sequence[TaggingCase], prompt: TagP
     the cache with ATTEST_TAG_PROMPT set).
     """
 
+    return execute_evaluate(prompt_task(prompt), chat, cases)
+
+
+def prompt_task(prompt: TagPrompt) -> Any:
+    """TASK with its renderer bound to `prompt`."""
+
     def render(case: TaggingCase) -> list[Message]:
         return tag_messages(case.title, case.summary, prompt=prompt)
 
-    return pipeline.evaluate(dataclasses.replace(TASK, render=render), chat, cases)
+    return with_render(TASK, render)
+
+
+def run_prompt(
+    chat: CachedChat, store: RunStore, cases: Sequence[TaggingCase], prompt: TagPrompt, label: str
+) -> RunOutcome:
+    """A recorded dev run of the tagging task with `prompt`: its id goes in the optimiser's record."""
+    spec = RunSpec(prompt_task(prompt), cases, load_cases(), TASK.corpus, "dev", 1, label=label)
+    return execute(spec, chat, store)
 
 
 # --- the entry point ------------------------------------------------------------------------
@@ -317,9 +332,18 @@ def _backend(args: argparse.Namespace) -> Backend:
 @dataclass(frozen=True)
 class _Outcome:
     search: Search
-    baseline: EvalResult
-    candidate: EvalResult
+    baseline_run: RunOutcome
+    candidate_run: RunOutcome
     decision: GateDecision
+
+    @property
+    def baseline(self) -> EvalResult:
+        return self.baseline_run.result
+
+    @property
+    def candidate(self) -> EvalResult:
+        return self.candidate_run.result
+
     search_calls: int
     dev_calls: int
 
@@ -349,22 +373,23 @@ def _optimise(
     train: Sequence[TaggingCase],
     dev: Sequence[TaggingCase],
 ) -> _Outcome:
-    budgeted = BudgetedChat(CachedChat(backend, cache, identity), args.budget)
+    budgeted = BudgetedChat(CachedChat.from_backend(backend, cache, identity), args.budget)
     label = f"attest/{identity.kind}/{identity.model}"
     found = search(
         budgeted, train, seed=args.seed, max_demos=args.max_demos, instructions=BASELINE.instructions, label=label
     )
-    dev_chat = CachedChat(backend, cache, identity)
-    baseline = evaluate_prompt(dev_chat, dev, BASELINE)
-    candidate = evaluate_prompt(dev_chat, dev, found.prompt)
-    decision = gate(candidate, baseline, min_gain=args.min_gain)
+    dev_chat = CachedChat.from_backend(backend, cache, identity)
+    store = DirStore(cache.directory / "runs")
+    baseline = run_prompt(dev_chat, store, dev, BASELINE, "optimiser baseline")
+    candidate = run_prompt(dev_chat, store, dev, found.prompt, "optimiser candidate")
+    decision = gate(candidate.result, baseline.result, min_gain=args.min_gain)
     return _Outcome(found, baseline, candidate, decision, budgeted.calls, dev_chat.calls)
 
 
 def _write_artifact(path: Path, prompt: TagPrompt) -> Path:
     """Write the accepted prompt atomically and read it back as ATTEST_TAG_PROMPT would."""
     try:
-        write_json(path, prompt.model_dump(mode="json"))
+        write_atomic(path, json.dumps(prompt.model_dump(mode="json"), indent=1, ensure_ascii=False))
     except OSError as exc:
         raise ArtifactWriteError(f"cannot write {path} ({exc.strerror or exc}): give a writable --output") from None
     if load_tag_prompt(path) != prompt:
@@ -378,28 +403,27 @@ def _record(
     """Keep the run (and a refused candidate) in <cache>/optimize/ for inspection."""
     path = cache_dir / "optimize" / f"{new_run_id('tagging')}.json"
     found = outcome.search
-    write_json(
-        path,
-        {
-            "backend": identity.kind,
-            "model": identity.model,
-            "digest": identity.digest,
-            "budget": args.budget,
-            "seed": args.seed,
-            "max_demos": args.max_demos,
-            "min_gain": args.min_gain,
-            "tried": found.tried,
-            "bootstrapped": found.bootstrapped,
-            "refused": found.refused,
-            "candidate_prompt": found.prompt.model_dump(mode="json"),
-            "dev": {"baseline": outcome.baseline.by_case(), "candidate": outcome.candidate.by_case()},
-            "baseline_overall": outcome.baseline.overall,
-            "candidate_overall": outcome.candidate.overall,
-            "gate": {"passed": outcome.decision.passed, "reason": outcome.decision.reason},
-            "written": str(written) if written else None,
-            "model_calls": {"search": outcome.search_calls, "dev": outcome.dev_calls},
-        },
-    )
+    record = {
+        "backend": identity.kind,
+        "model": identity.model,
+        "digest": identity.digest,
+        "budget": args.budget,
+        "seed": args.seed,
+        "max_demos": args.max_demos,
+        "min_gain": args.min_gain,
+        "tried": found.tried,
+        "bootstrapped": found.bootstrapped,
+        "refused": found.refused,
+        "candidate_prompt": found.prompt.model_dump(mode="json"),
+        "runs": {"baseline": outcome.baseline_run.run_id, "candidate": outcome.candidate_run.run_id},
+        "dev": {"baseline": outcome.baseline.by_case(), "candidate": outcome.candidate.by_case()},
+        "baseline_overall": outcome.baseline.overall,
+        "candidate_overall": outcome.candidate.overall,
+        "gate": {"passed": outcome.decision.passed, "reason": outcome.decision.reason},
+        "written": str(written) if written else None,
+        "model_calls": {"search": outcome.search_calls, "dev": outcome.dev_calls},
+    }
+    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False))
     return path
 
 
@@ -429,6 +453,7 @@ def _print(
         f"  dev         baseline {outcome.baseline.overall:.3f}  candidate {outcome.candidate.overall:.3f}  "
         f"({outcome.candidate.n} cases)"
     )
+    print(f"  runs        baseline {outcome.baseline_run.run_id}, candidate {outcome.candidate_run.run_id}")
     print(f"  gate        {outcome.decision.reason}")
     if written is not None:
         shown = _shown(written)

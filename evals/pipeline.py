@@ -8,43 +8,43 @@ only on a miss. Scoring reads the cache and never the network.
 
 from __future__ import annotations
 
-import itertools
-import json
-import os
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from attest import __version__
 from attest.errors import AttestError
 from attest.llm import Backend, ChatResponse, Message, schema_of
-from evals.cache import Entry, Identity, ResponseCache, request_key
+from evals.cache import Entry, Identity, request_key
 from evals.cases import AnyCase
 from evals.corpus import read_cases, split_sha256
 
 __all__ = [
+    "AnswerCache",
     "CacheOnlyChat",
     "CachedChat",
     "CaseResult",
     "EvalResult",
     "GenerateStats",
+    "MemoryCache",
     "MissingSampleError",
     "Planned",
     "SampleChat",
     "Task",
-    "evaluate",
+    "corpus_digests",
     "generate",
     "load_cases",
     "plan",
     "score_planned",
+    "stderr_progress",
     "unsampled",
 ]
 
@@ -126,19 +126,64 @@ class GenerateStats:
     warnings: list[str] = field(default_factory=list)
 
 
-class CachedChat:
-    """A SampleChat that answers from the cache and asks the backend only on a miss."""
+class AnswerCache(Protocol):
+    """What the pipeline needs of a cache: `ResponseCache` on disk, `MemoryCache` in memory."""
 
-    def __init__(self, backend: Backend, cache: ResponseCache, identity: Identity | None = None) -> None:
-        self.backend = backend
+    warnings: list[str]
+
+    def get(self, key: str) -> Entry | None: ...
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
+
+    def put(self, key: str, entry: Entry) -> None: ...
+
+    def lease(self, key: str) -> AbstractContextManager[bool]: ...
+
+
+class MemoryCache:
+    """An AnswerCache in a dict: for in-process evaluation (`evaluate`) and tests."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Entry] = {}
+        self.warnings: list[str] = []
+
+    def get(self, key: str) -> Entry | None:
+        return self.entries.get(key)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]:
+        return {key: self.entries.get(key) for key in keys}
+
+    def put(self, key: str, entry: Entry) -> None:
+        self.entries[key] = entry
+
+    @contextmanager
+    def lease(self, key: str) -> Iterator[bool]:
+        yield key not in self.entries
+
+
+class CachedChat:
+    """A SampleChat that answers from the cache and asks the model only on a miss.
+
+    `ask` is what a miss calls: a backend (through `from_backend`) or any SampleChat,
+    such as a test's fake; the sample index is passed on, so repeats can be sampled.
+    """
+
+    def __init__(self, ask: SampleChat, cache: AnswerCache, identity: Identity) -> None:
+        self.ask = ask
         self.cache = cache
-        self.identity = identity or Identity.of(backend)
+        self.identity = identity
         self.calls = 0
 
-    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema)[0]
+    @classmethod
+    def from_backend(cls, backend: Backend, cache: AnswerCache, identity: Identity | None = None) -> CachedChat:
+        return cls(_backend_ask(backend), cache, identity or Identity.of(backend))
 
-    def fetch(self, key: str, messages: Sequence[Message], schema: Mapping[str, Any]) -> tuple[Entry, bool]:
+    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
+        return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema, sample)[0]
+
+    def fetch(
+        self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int = 0
+    ) -> tuple[Entry, bool]:
         """The entry for `key` and whether it was a hit; a miss calls the model and stores the answer."""
         entry = self.cache.get(key)
         if entry is not None:
@@ -149,15 +194,23 @@ class CachedChat:
                 if found is not None:
                     return found, True
             self.calls += 1
-            entry = Entry.of(self.backend.chat_json(messages, schema))
+            response = self.ask(messages, schema, sample)
+            entry = response if isinstance(response, Entry) else Entry.of(response)
             self.cache.put(key, entry)
             return entry, False
+
+
+def _backend_ask(backend: Backend) -> SampleChat:
+    def ask(messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
+        return backend.chat_json(messages, schema)
+
+    return ask
 
 
 class CacheOnlyChat:
     """A SampleChat for the score stage: answers from the cache, raises on any miss."""
 
-    def __init__(self, cache: ResponseCache, identity: Identity) -> None:
+    def __init__(self, cache: AnswerCache, identity: Identity) -> None:
         self.cache = cache
         self.identity = identity
 
@@ -206,7 +259,7 @@ def generate(
     lock = threading.Lock()
 
     def one(p: Planned) -> None:
-        _, hit = chat.fetch(p.key, p.messages, schema)
+        _, hit = chat.fetch(p.key, p.messages, schema, p.sample)
         with lock:
             stats.hits += hit
             stats.misses += not hit
@@ -297,29 +350,7 @@ def _aggregate(task: Task[Any], cases: Sequence[AnyCase], results: list[CaseResu
     return EvalResult(task.name, overall, statistics.median(latencies) if latencies else None, results, summary)
 
 
-def evaluate(
-    task: Task[C],
-    chat_json: SampleChat,
-    cases: Sequence[C],
-    *,
-    repeat: int = 1,
-    on_case: Callable[[CaseResult], None] | None = None,
-) -> EvalResult:
-    """Render, call, parse, score and aggregate every case `repeat` times, in order."""
-    schema = task.schema
-    results = []
-    for case in cases:
-        messages = task.render(case)
-        for i in range(repeat):
-            response = chat_json(messages, schema, i)
-            result = _score_sample(task, case, i, response.text, response.latency_s)
-            results.append(result)
-            if on_case:
-                on_case(result)
-    return _aggregate(task, cases, results)
-
-
-def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: ResponseCache) -> EvalResult:
+def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: AnswerCache) -> EvalResult:
     """The score stage for a run: each (case, sample, key) scored from the cache, no network."""
     samples = list(samples)
     entries = cache.get_many([key for _, _, key in samples])
@@ -339,63 +370,6 @@ def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], 
             f"{len(missing)} sample(s) of this {task.name} run are not in the cache ({shown}): rerun its generate stage"
         )
     return _aggregate(task, list(cases.values()), results)
-
-
-# --- runs on disk ----------------------------------------------------------------------
-
-
-def runs_dir(cache_dir: Path) -> Path:
-    return cache_dir / "runs"
-
-
-_run_counter = itertools.count()
-
-
-def new_run_id(task: str) -> str:
-    """A run id that sorts by time and is unique across processes and within one."""
-    return f"{time.strftime('%Y%m%dT%H%M%S')}-{task}-{os.getpid() % 100000:05d}-{next(_run_counter)}"
-
-
-def manifest_for(
-    task: Task[Any],
-    run_id: str,
-    identity: Identity,
-    corpus: Sequence[AnyCase],
-    split: str,
-    repeat: int,
-    planned: Sequence[Planned],
-    corpus_path: Path | None = None,
-) -> dict[str, Any]:
-    """The run manifest: enough to re-score the run later without the model.
-
-    `corpus` is the whole corpus file's cases; `corpus_path` the file they came from
-    (default the task's own), which rescore reads the labels from.
-    """
-    return {
-        "run_id": run_id,
-        "task": task.name,
-        "attest_version": __version__,
-        "created": time.time(),
-        "status": "generating",
-        "backend": identity.kind,
-        "model": identity.model,
-        "digest": identity.digest,
-        "digest_note": "" if identity.digest else "the server reported no model digest; the key holds an empty digest",
-        "options": dict(identity.options),
-        "split": split,
-        "repeat": repeat,
-        "corpus": str((corpus_path or task.corpus).resolve()),
-        "corpus_sha256": corpus_digests(corpus),
-        "samples": [{"case": p.case.id, "sample": p.sample, "key": p.key} for p in planned],
-    }
-
-
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Write JSON atomically: a crash leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def stderr_progress(label: str) -> Progress:

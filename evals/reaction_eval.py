@@ -11,7 +11,7 @@ from typing import Any
 
 from attest.llm import Message
 from attest.simulate import Reaction, reaction_messages
-from evals import pipeline
+from evals import execute, pipeline
 from evals.cases import ReactionCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
 from evals.scoring import parse_or_error, title_words
@@ -117,7 +117,7 @@ def evaluate(
     repeat: int = 1,
     on_case: Callable[[CaseResult], None] | None = None,
 ) -> EvalResult:
-    return pipeline.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
+    return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
 
 def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -1,9 +1,14 @@
 """Re-score past runs with today's scorers, from the cache alone.
 
-`python -m evals.rescore` scores the latest complete run of every task (or
-`--run ID`, or `--all` runs) and shows each run's old and new score side by side.
-It builds no backend and no HTTP client: there is nothing here that could call a
-model. A sample missing from the cache is an error, never a model request.
+`python -m evals.rescore` scores the latest complete run of every task (or `--run
+ID`, or `--all` runs) and shows each run's old and new score side by side. It builds
+no backend and no HTTP client: there is nothing here that could call a model. A
+sample missing from the cache is an error, never a model request.
+
+It checks what it re-scores: when the corpus it reads differs from the one the run
+recorded, or the scorer's source changed since the run's report, it says so in one
+line per run and reports with the labels it used. Exit status: 0 when every run was
+re-scored (changes are reported, not errors), 1 on an error.
 """
 
 from __future__ import annotations
@@ -13,131 +18,167 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attest.errors import AttestError, run_reporting_errors
-from evals import explanation_eval, reaction_eval, tagging_eval
+from attest.errors import AttestError, printable, run_reporting_errors
+from evals import explanation_eval, provenance, reaction_eval, tagging_eval
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.cases import AnyCase
-from evals.pipeline import EvalResult, MissingSampleError, Task, load_cases, runs_dir, score_planned, write_json
+from evals.execute import report_of
+from evals.pipeline import EvalResult, MissingSampleError, Task, corpus_digests, load_cases, score_planned
+from evals.records import DirStore, Manifest, RunError
 
-__all__ = ["TASKS", "find_runs", "main", "rescore_run"]
+__all__ = ["TASKS", "Rescored", "find_runs", "main", "rescore_run"]
 
 TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
 
 
-class RunError(AttestError):
-    """A run directory cannot be re-scored."""
+@dataclass(frozen=True)
+class Rescored:
+    manifest: Manifest
+    result: EvalResult
+    corpus: Path
+    changes: list[str]  # what differs from when the run was made: labels, scorer
 
 
-def _manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunError(f"{path}: cannot read the run manifest ({exc})") from None
-    if not isinstance(data, dict) or data.get("task") not in TASKS:
-        raise RunError(f"{path}: not an attest run manifest (no known 'task')")
-    return data
-
-
-def find_runs(cache_dir: Path, *, run_id: str | None = None, every: bool = False) -> list[Path]:
-    """The run directories to re-score: one named run, all complete runs, or the latest per task."""
-    root = runs_dir(cache_dir)
+def find_runs(store: DirStore, *, run_id: str | None = None, every: bool = False) -> list[Manifest]:
+    """The runs to re-score: one named run, all complete runs, or the latest complete run per task."""
     if run_id is not None:
-        if not (root / run_id / "manifest.json").is_file():
-            raise RunError(f"no run {run_id!r} in {root}: list them with `ls {root}`")
-        return [root / run_id]
-    complete = {d: task for d in sorted(root.glob("*/")) if (task := _complete_task(d)) is not None}
+        return [store.manifest(run_id)]
+    complete = [m for m in _manifests(store) if m.status == "complete" and m.task in TASKS]
     if every:
-        return list(complete)
-    latest = {task: d for d, task in complete.items()}  # run ids sort by time: the last one wins
+        return complete
+    latest = {m.task: m for m in complete}  # run ids sort by time: the last one wins
     return list(latest.values())
 
 
-def _complete_task(run_dir: Path) -> str | None:
-    """The task of a complete run, or None for a run still generating or not a run at all."""
-    try:
-        manifest = _manifest(run_dir)
-    except RunError:
-        return None
-    return str(manifest["task"]) if manifest.get("status") == "complete" else None
+def _manifests(store: DirStore) -> list[Manifest]:
+    found = []
+    for run_id in store.run_ids():
+        try:
+            found.append(store.manifest(run_id))
+        except RunError:
+            continue  # not a run of this version: `runs list` shows it as unreadable
+    return found
 
 
-def rescore_run(run_dir: Path, cache: ResponseCache, corpus: Path | None = None) -> tuple[dict[str, Any], EvalResult]:
-    """Score a run's cached samples with today's scorer against today's corpus labels."""
-    manifest = _manifest(run_dir)
-    task = TASKS[manifest["task"]]
-    cases: dict[str, AnyCase] = {c.id: c for c in load_cases(task, corpus or Path(manifest["corpus"]))}
-    gone = sorted({s["case"] for s in manifest["samples"]} - set(cases))
+def rescore_run(manifest: Manifest, cache: ResponseCache, corpus: Path | None = None) -> Rescored:
+    """Score a run's cached samples with today's scorer against today's labels."""
+    task = TASKS.get(manifest.task)
+    if task is None:
+        raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r}")
+    path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
+    loaded = load_cases(task, path)
+    cases: dict[str, AnyCase] = {c.id: c for c in loaded}
+    gone = sorted({s.case for s in manifest.samples} - set(cases))
     if gone:
         raise RunError(
-            f"{run_dir.name}: cases {gone[:5]} are no longer in {manifest['corpus']}; rescore with --corpus OLD_FILE"
+            f"run {manifest.run_id}: cases {gone[:5]} are not in {path}; rescore it with --run ID --corpus OLD_FILE"
         )
-    samples = ((cases[s["case"]], int(s["sample"]), str(s["key"])) for s in manifest["samples"])
+    samples = ((cases[s.case], s.sample, s.key) for s in manifest.samples)
     try:
-        return manifest, score_planned(task, samples, cache)
+        result = score_planned(task, samples, cache)
     except MissingSampleError as exc:
-        raise RunError(f"run {run_dir.name}: {exc}") from None
+        raise RunError(f"run {manifest.run_id}: {exc}") from None
+    return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
 
 
-def _old_score(run_dir: Path) -> float | None:
-    try:
-        value = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))["overall"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return float(value) if isinstance(value, int | float) else None
+def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
+    changes = []
+    recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
+    split = manifest.split if manifest.split in now else None
+    differs = recorded.get(split) != now.get(split) if split else recorded != now
+    if differs:
+        changes.append(
+            f"labels differ from the run's: {manifest.split} split of {path} has sha256 "
+            f"{(now.get(split) if split else 'n/a') or 'n/a'}, the run recorded {recorded.get(split or '', 'n/a')}"
+        )
+    scorer = provenance.scorer_fingerprint(task.score_one)
+    if scorer != manifest.provenance.scorer_fingerprint:
+        changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
+    return changes
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rescore",
+        description="Re-score past runs from the cache with today's scorers and labels; never calls a model. "
+        "Exit 0 when every run was re-scored (label and scorer changes are reported), 1 on an error.",
+    )
+    parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
+    parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
+    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument(
+        "--corpus", type=Path, help="read the labels from this corpus file instead of the run's own (needs --run)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="rescore", description="Re-score past runs from the cache; never calls a model."
-    )
-    parser.add_argument("--run", help="re-score this run id only")
-    parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--corpus", type=Path, help="read the labels from this corpus file instead of the run's own")
+    parser = _parser()
     args = parser.parse_args(argv)
+    if args.corpus is not None and args.run is None:
+        parser.error("--corpus names one task's labels: give it with --run ID")
     return run_reporting_errors("rescore", lambda: _rescore(args))
 
 
 def _rescore(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
-    runs = find_runs(cache_dir, run_id=args.run, every=args.all)
-    if not runs:
-        print(
-            f"rescore: no complete runs in {runs_dir(cache_dir)}: run an eval first (nox -s eval-reaction)",
-            file=sys.stderr,
-        )
-        return 1
+    store = DirStore(cache_dir / "runs")
+    manifests = find_runs(store, run_id=args.run, every=args.all)
+    if not manifests:
+        raise AttestError(f"no complete runs in {store.root}: run an eval first (nox -s eval-reaction)")
     cache = ResponseCache(cache_dir)
     try:
-        return _rescore_runs(runs, cache, args.corpus)
+        return _rescore_runs(manifests, store, cache, args)
     finally:
         cache.close()
 
 
-def _rescore_runs(runs: list[Path], cache: ResponseCache, corpus: Path | None) -> int:
+def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCache, args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    samples = 0
+    rows = []
+    for manifest in manifests:
+        done = rescore_run(manifest, cache, args.corpus)
+        old = store.report(manifest.run_id)
+        store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
+        rows.append(_row(done, old.overall if old else None))
+    seconds = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"runs": rows, "seconds": seconds}, indent=1))
+    else:
+        _print_rows(rows, seconds)
+    for warning in cache.warnings:
+        print(f"warning: {printable(warning)}", file=sys.stderr)
+    return 0
+
+
+def _row(done: Rescored, old: float | None) -> dict[str, Any]:
+    return {
+        "run_id": done.manifest.run_id,
+        "task": done.manifest.task,
+        "samples": done.result.n,
+        "old": old,
+        "new": done.result.overall,
+        "corpus": str(done.corpus),
+        "changes": done.changes,
+    }
+
+
+def _print_rows(rows: list[dict[str, Any]], seconds: float) -> None:
     print(f"{'run':<36} {'task':<12} {'samples':>7} {'old':>7} {'new':>7}")
-    for run_dir in runs:
-        manifest, result = rescore_run(run_dir, cache, corpus)
-        samples += result.n
-        old = _old_score(run_dir)
-        print(f"{run_dir.name:<36} {result.task:<12} {result.n:>7} {_f(old):>7} {result.overall:>7.3f}")
-        write_json(
-            run_dir / "rescore.json",
-            {"run_id": manifest["run_id"], "rescored_at": time.time(), "old_overall": old, **result.to_json()},
-        )
+    for row in rows:
+        print(f"{row['run_id']:<36} {row['task']:<12} {row['samples']:>7} {_f(row['old']):>7} {row['new']:>7.3f}")
+        if row["changes"]:
+            print(f"  note: {row['run_id']}: {printable('; '.join(row['changes']))}")
+    samples = sum(r["samples"] for r in rows)
     print(
-        f"re-scored {len(runs)} run(s), {samples} samples, in {time.perf_counter() - start:.3f} s "
+        f"re-scored {len(rows)} run(s), {samples} samples, in {seconds:.3f} s "
         "from the cache (no backend exists in rescore)"
     )
-    for warning in cache.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    return 0
 
 
 def _f(value: float | None) -> str:

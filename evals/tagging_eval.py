@@ -9,7 +9,7 @@ from typing import Any
 
 from attest.features import ItemTags, tag_messages
 from attest.llm import Message
-from evals import pipeline
+from evals import execute, pipeline
 from evals.cases import TaggingCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
 from evals.scoring import parse_or_error
@@ -54,7 +54,7 @@ def evaluate(
     repeat: int = 1,
     on_case: Callable[[CaseResult], None] | None = None,
 ) -> EvalResult:
-    return pipeline.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
+    return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
 
 def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -130,7 +130,7 @@ def _sent_by_generate(
 ) -> tuple[list[list[Message]], GenerateStats]:
     backend = FakeBackend()
     planned = plan(MODULES[task].TASK, cases, Identity.of(backend), 1)
-    stats = generate(MODULES[task].TASK, planned, CachedChat(backend, cache))
+    stats = generate(MODULES[task].TASK, planned, CachedChat.from_backend(backend, cache))
     return backend.sent, stats
 
 
@@ -180,12 +180,12 @@ def test_rerun_after_a_failure_asks_only_for_the_missing_samples(
     assert len(key_of) == 10
 
     with pytest.raises(BackendError, match="connection refused"):
-        generate(task, planned, CachedChat(failing, cache), concurrency=concurrency)
+        generate(task, planned, CachedChat.from_backend(failing, cache), concurrency=concurrency)
     cached_before = {p.key for p in planned if p.key in cache}
     assert len(cached_before) == 4
 
     healthy = FakeBackend()
-    stats = generate(task, planned, CachedChat(healthy, cache), concurrency=concurrency)
+    stats = generate(task, planned, CachedChat.from_backend(healthy, cache), concurrency=concurrency)
     requested = [key_of[canonical_json(m)] for m in healthy.sent]
     assert len(requested) == len(set(requested))
     assert set(requested) == {p.key for p in planned} - cached_before
@@ -201,11 +201,11 @@ def test_rerun_resumes_repeated_samples(tmp_path: Path, open_cache: OpenCache) -
     failing = FakeBackend(fail_after=5)
     planned = plan(task, cases, Identity.of(failing), 3)
     with pytest.raises(BackendError):
-        generate(task, planned, CachedChat(failing, cache))
+        generate(task, planned, CachedChat.from_backend(failing, cache))
     missing = [p for p in planned if p.key not in cache]
     assert len(missing) == 12 - 5
     healthy = FakeBackend()
-    chat = CachedChat(healthy, cache)
+    chat = CachedChat.from_backend(healthy, cache)
     stats = generate(task, planned, chat)
     assert chat.calls == len(healthy.sent) == stats.misses == len(missing)
     assert healthy.sent == [p.messages for p in missing]
@@ -220,13 +220,13 @@ def test_hits_and_misses_are_counted_and_a_second_run_calls_nothing(tmp_path: Pa
     backend = FakeBackend()
     planned = plan(task, cases, Identity.of(backend), 2)
     seen: list[tuple[int, int]] = []
-    chat = CachedChat(backend, open_cache(tmp_path))
+    chat = CachedChat.from_backend(backend, open_cache(tmp_path))
     first = generate(task, planned, chat, progress=lambda s: seen.append((s.hits, s.misses)))
     assert (first.samples, first.hits, first.misses, chat.calls, len(backend.sent)) == (10, 0, 10, 10, 10)
     assert seen[0] == (0, 0) and seen[-1] == (0, 10)
 
     again = FakeBackend()
-    chat2 = CachedChat(again, open_cache(tmp_path))
+    chat2 = CachedChat.from_backend(again, open_cache(tmp_path))
     second = generate(task, planned, chat2)
     assert (second.samples, second.hits, second.misses) == (10, 10, 0)
     assert chat2.calls == 0 and again.sent == []
@@ -237,14 +237,13 @@ def test_partly_cached_run_counts_both(tmp_path: Path, open_cache: OpenCache) ->
     cases = tagging_eval.load_cases(split="dev")[:6]
     cache = open_cache(tmp_path)
     planned = plan(task, cases, Identity.of(FakeBackend()), 1)
-    generate(task, planned[:2], CachedChat(FakeBackend(), cache))
-    stats = generate(task, planned, CachedChat(FakeBackend(), cache))
+    generate(task, planned[:2], CachedChat.from_backend(FakeBackend(), cache))
+    stats = generate(task, planned, CachedChat.from_backend(FakeBackend(), cache))
     assert (stats.hits, stats.misses) == (2, 4)
 
 
 def _run_with(backend: FakeBackend, task: str, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    monkeypatch.setattr(runner, "make_backend", lambda settings: backend)
-    return runner.main(MODULES[task].TASK, argv)
+    return runner.main(MODULES[task].TASK, argv, backend_factory=lambda settings: backend)
 
 
 @pytest.mark.parametrize("concurrency", [4, 1])
@@ -290,9 +289,13 @@ def test_manifest_records_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
     assert (manifest["backend"], manifest["model"], manifest["digest"]) == ("stub", stub.model, stub.digest())
     assert manifest["options"] == stub.options == {"temperature": 0.0, "seed": 42, "max_tokens": 400}
-    assert manifest["corpus_sha256"] == {s: split_sha256([c for c in corpus if c.split == s]) for s in ("train", "dev")}
+    provenance = manifest["provenance"]
+    assert provenance["corpus_sha256"] == {
+        s: split_sha256([c for c in corpus if c.split == s]) for s in ("train", "dev")
+    }
+    assert provenance["corpus"] == "evals/reaction_cases.json"
     assert manifest["samples"] == [{"case": p.case.id, "sample": p.sample, "key": p.key} for p in planned]
-    assert manifest["attest_version"] == attest.__version__
+    assert provenance["attest_version"] == attest.__version__
     assert start <= manifest["created"] <= time.time()
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     assert report["generate"]["samples"] == len(planned) and report["n"] == len(planned)
@@ -301,7 +304,7 @@ def test_manifest_records_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_two_runs_in_one_second_keep_two_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A run id is the second, the task and the pid: two runs from one process in one second need two records."""
+    """A run id is the second, the task and a random token: two runs in one second need two records."""
     monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20260101T000000")
     for split in ("dev", "train"):
         assert runner.main(tagging_eval.TASK, ["--offline", "--cache-dir", str(tmp_path), "--split", split]) == 0
@@ -326,7 +329,7 @@ def test_cache_entry_keeps_text_and_provenance(tmp_path: Path, open_cache: OpenC
     backend = FakeBackend(lambda m, s: '{"tags": ["spectroscopy"]}')
     (p,) = plan(task, tagging_eval.load_cases(split="dev")[:1], Identity.of(backend), 1)
     start = time.time()
-    generate(task, [p], CachedChat(backend, open_cache(tmp_path)))
+    generate(task, [p], CachedChat.from_backend(backend, open_cache(tmp_path)))
     entry = open_cache(tmp_path).get(p.key)  # a fresh handle: the entry is on disk
     assert entry is not None
     assert (entry.text, entry.latency_s, entry.prompt_tokens, entry.completion_tokens) == (
@@ -345,7 +348,7 @@ def test_score_stage_reads_the_cache(tmp_path: Path, open_cache: OpenCache) -> N
     backend = FakeBackend(lambda m, s: json.dumps({"tags": ["catalysis"]}))
     planned: list[Planned] = plan(task, cases, Identity.of(backend), 1)
     cache = open_cache(tmp_path)
-    generate(task, planned, CachedChat(backend, cache))
+    generate(task, planned, CachedChat.from_backend(backend, cache))
     result = score_planned(task, ((p.case, p.sample, p.key) for p in planned), cache)
     expected = [tagging_eval.score_one(c, '{"tags": ["catalysis"]}')["score"] for c in cases]
     assert [r.score for r in result.results] == expected

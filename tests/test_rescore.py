@@ -79,7 +79,6 @@ def test_rescore_gives_the_generate_runs_scores(
     for name, run_dir in three_runs.items():
         report, rescored = _read(run_dir, "report.json"), _read(run_dir, "rescore.json")
         assert rescored["overall"] == report["overall"] > 0.0, name
-        assert rescored["old_overall"] == report["overall"]
         assert [r["score"] for r in rescored["results"]] == [r["score"] for r in report["results"]]
         assert rescored["summary"] == report["summary"]
         assert run_dir.name in out
@@ -184,7 +183,8 @@ def test_rescore_uses_todays_scorer(
     assert _rescore(three_runs["tagging"].parent.parent) == 0
     tagging = _read(three_runs["tagging"], "rescore.json")
     assert _read(three_runs["tagging"], "report.json")["overall"] > 0.0
-    assert tagging["overall"] == 0.0 and tagging["old_overall"] > 0.0
+    assert tagging["overall"] == 0.0
+    assert "scorer changed since the run" in capsys.readouterr().out
     assert all(r["errors"] == ["the new scorer accepts nothing"] for r in tagging["results"])
     reaction = three_runs["reaction"]
     assert _read(reaction, "rescore.json")["overall"] == _read(reaction, "report.json")["overall"]
@@ -219,7 +219,7 @@ def test_rescore_of_a_run_on_another_corpus_file_reads_that_file(
         case["tags"] = ["catalysis"]
     corpus.write_text(json.dumps(cases), encoding="utf-8")
     run_dir = _generate("tagging", tmp_path / "cache", "--corpus", str(corpus))
-    assert Path(_read(run_dir, "manifest.json")["corpus"]).resolve() == corpus.resolve()
+    assert Path(_read(run_dir, "manifest.json")["provenance"]["corpus"]).resolve() == corpus.resolve()
     assert _rescore(tmp_path / "cache") == 0
     assert _read(run_dir, "rescore.json")["overall"] == _read(run_dir, "report.json")["overall"]
 
@@ -240,7 +240,8 @@ def test_dropped_case_error_hint_works(
     assert _rescore(tmp_path / "cache") == 1
     err = capsys.readouterr().err
     assert cases[0]["id"] in err and "--corpus" in err and "Traceback" not in err
-    assert _rescore(tmp_path / "cache", "--corpus", str(old)) == 0
+    (run_dir,) = _runs(tmp_path / "cache")
+    assert _rescore(tmp_path / "cache", "--run", run_dir.name, "--corpus", str(old)) == 0
 
 
 def test_run_option_selects_one_run(three_runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,3 +23,11 @@ def run_reporting_errors(prog: str, action: Callable[[], int]) -> int:
             raise
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c != 0x0A}
+
+
+def printable(text: str) -> str:
+    """`text` with control characters and terminal escapes shown as `\\xNN`, newlines kept."""
+    return text.translate(_CONTROL)

@@ -1,0 +1,193 @@
+"""The one loop every evaluation goes through: plan, record, generate, score, report.
+
+The run scripts, the optimiser and in-process `evaluate()` all call `execute`; they
+differ only in the cache (disk or memory), the run store (`cache/runs/` or memory)
+and what answers a miss (a backend or a test's fake). So a decision taken in one can
+be re-checked by another: every run is a record with the same provenance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from evals import provenance
+from evals.cache import Identity
+from evals.cases import AnyCase
+from evals.pipeline import (
+    CachedChat,
+    CaseResult,
+    EvalResult,
+    GenerateStats,
+    MemoryCache,
+    Planned,
+    Progress,
+    SampleChat,
+    Task,
+    corpus_digests,
+    generate,
+    plan,
+    score_planned,
+)
+from evals.records import Manifest, MemoryStore, Provenance, Report, RunStore, SampleRef, new_run_id
+
+__all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
+
+C = TypeVar("C", bound=AnyCase)
+IN_PROCESS = Identity("in-process", "", "", {})
+
+
+class Prompts(BaseModel):
+    """prompts.json: the distinct system prompts a run sent, by sha256."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    schema_version: int = 1
+    system: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run: a task's cases (one split) out of a corpus file, `repeat` samples each."""
+
+    task: Task[Any]
+    cases: Sequence[AnyCase]
+    corpus: Sequence[AnyCase]
+    corpus_path: Path
+    split: str
+    repeat: int = 1
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    manifest: Manifest
+    stats: GenerateStats
+    result: EvalResult
+    report: Report
+
+
+def execute(
+    spec: RunSpec,
+    chat: CachedChat,
+    store: RunStore,
+    *,
+    concurrency: int = 1,
+    progress: Progress | None = None,
+    record_git: bool = True,
+) -> RunOutcome:
+    """Plan every sample, record the run, fill the cache, score from it, and record the report.
+
+    A run that fails or is interrupted stays `generating` (or `failed`); every answer
+    received before is in the cache, so rerunning asks only for what is missing.
+    """
+    planned = plan(spec.task, spec.cases, chat.identity, spec.repeat)
+    run_id = new_run_id(spec.task.name)
+    manifest = _manifest(spec, run_id, chat.identity, planned, record_git)
+    with store.writing(run_id):
+        store.save(run_id, "manifest", manifest)
+        store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
+        try:
+            stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=progress)
+        except Exception:
+            store.save(run_id, "manifest", manifest.model_copy(update={"status": "failed"}))
+            raise
+        manifest = manifest.model_copy(update={"status": "complete", "generate_seconds": stats.seconds})
+        store.save(run_id, "manifest", manifest)
+        result = score_planned(spec.task, ((p.case, p.sample, p.key) for p in planned), chat.cache)
+        report = report_of(manifest, result, stats)
+        store.save(run_id, "report", report)
+    return RunOutcome(run_id, manifest, stats, result, report)
+
+
+def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[Planned], record_git: bool) -> Manifest:
+    schema = spec.task.schema
+    first = [p.messages for p in planned if p.sample == 0]
+    tag_path, tag_sha = provenance.tag_prompt_ref()
+    commit, dirty = provenance.git_state() if record_git else (None, None)
+    prompts = provenance.system_prompts(first)
+    return Manifest(
+        run_id=run_id,
+        task=spec.task.name,
+        created=time.time(),
+        status="generating",
+        backend=identity.kind,
+        model=identity.model,
+        digest=identity.digest,
+        digest_note="" if identity.digest else "the server reported no model digest; the key holds an empty digest",
+        options=dict(identity.options),
+        split=spec.split,
+        repeat=spec.repeat,
+        label=spec.label,
+        provenance=Provenance(
+            prompt_fingerprint=provenance.prompt_fingerprint([(m, schema) for m in first]),
+            system_prompts=list(prompts),
+            tag_prompt_path=tag_path if spec.task.name == "tagging" else None,
+            tag_prompt_sha256=tag_sha if spec.task.name == "tagging" else None,
+            scorer_fingerprint=provenance.scorer_fingerprint(spec.task.score_one),
+            git_commit=commit,
+            git_dirty=dirty,
+            attest_version=provenance.version(),
+            corpus=provenance.corpus_ref(spec.corpus_path),
+            corpus_sha256=corpus_digests(spec.corpus),
+        ),
+        samples=[SampleRef(case=p.case.id, sample=p.sample, key=p.key) for p in planned],
+    )
+
+
+def report_of(manifest: Manifest, result: EvalResult, stats: GenerateStats | None) -> Report:
+    """The report record of a scored run."""
+    data = result.to_json()
+    generate: dict[str, Any] = {} if stats is None else {"samples": stats.samples, "hits": stats.hits}
+    generate.update({} if stats is None else {"misses": stats.misses})
+    if stats is not None:
+        generate["seconds"] = stats.seconds
+    return Report(
+        run_id=manifest.run_id,
+        task=manifest.task,
+        backend=manifest.backend,
+        model=manifest.model,
+        digest=manifest.digest,
+        split=manifest.split,
+        repeat=manifest.repeat,
+        scored_at=time.time(),
+        scorer_fingerprint=manifest.provenance.scorer_fingerprint,
+        corpus_sha256=manifest.provenance.corpus_sha256,
+        overall=result.overall,
+        n=result.n,
+        median_latency=result.median_latency,
+        summary=data["summary"],
+        generate=generate,
+        results=data["results"],
+    )
+
+
+def evaluate(
+    task: Task[C],
+    chat_json: SampleChat,
+    cases: Sequence[C],
+    *,
+    repeat: int = 1,
+    on_case: Callable[[CaseResult], None] | None = None,
+    store: RunStore | None = None,
+) -> EvalResult:
+    """Run `cases` through `chat_json` in process: the same loop as the run scripts, in memory."""
+    spec = RunSpec(task, cases, cases, task.corpus, "all", repeat)
+    chat = CachedChat(chat_json, MemoryCache(), IN_PROCESS)
+    outcome = execute(spec, chat, store or MemoryStore(), record_git=False)
+    if on_case is not None:
+        for result in outcome.result.results:
+            on_case(result)
+    return outcome.result
+
+
+def with_render(task: Task[C], render: Callable[[C], list[Any]]) -> Task[C]:
+    """The task with another renderer (the optimiser's candidate prompt)."""
+    return dataclasses.replace(task, render=render)

@@ -1,0 +1,112 @@
+"""What a run records about its inputs: prompt and scorer fingerprints, the tagging
+prompt artifact, the git commit, and the corpus path relative to the project root."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attest import __version__
+from evals.cache import canonical_json
+
+__all__ = [
+    "PROJECT_ROOT",
+    "corpus_ref",
+    "git_state",
+    "prompt_fingerprint",
+    "resolve_corpus",
+    "scorer_fingerprint",
+    "sha256_text",
+    "system_prompts",
+    "tag_prompt_ref",
+    "version",
+]
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_SCORING = Path(__file__).with_name("scoring.py")
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prompt_fingerprint(requests: Sequence[tuple[Sequence[Mapping[str, str]], Mapping[str, Any]]]) -> str:
+    """sha256 of the canonical JSON of every rendered request (messages, schema) in plan order.
+
+    It changes exactly when any prompt the run sent changes; the model, options and
+    sample count are recorded beside it, not in it.
+    """
+    return sha256_text(canonical_json([{"messages": list(m), "schema": s} for m, s in requests]))
+
+
+def system_prompts(requests: Sequence[Sequence[Mapping[str, str]]]) -> dict[str, str]:
+    """The distinct system prompts, by sha256, in first-seen order."""
+    found: dict[str, str] = {}
+    for messages in requests:
+        for message in messages:
+            if message.get("role") == "system":
+                found.setdefault(sha256_text(message["content"]), message["content"])
+    return found
+
+
+def scorer_fingerprint(score_one: object) -> str:
+    """sha256 of the source of the module defining `score_one`, plus the shared scoring helpers."""
+    module = inspect.getmodule(score_one)
+    files = [Path(module.__file__)] if module is not None and module.__file__ else []
+    digest = hashlib.sha256()
+    for path in [*files, _SCORING]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def tag_prompt_ref(environ: Mapping[str, str] = os.environ) -> tuple[str | None, str | None]:
+    """ATTEST_TAG_PROMPT's path and the sha256 of its content, when set."""
+    path = environ.get("ATTEST_TAG_PROMPT")
+    if not path:
+        return None, None
+    try:
+        return path, hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return path, None  # the renderer reports the unreadable file; this only records it
+
+
+def git_state(root: Path = PROJECT_ROOT) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the checkout at `root`; (None, None) outside one or without git."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return head or None, bool(status.strip())
+
+
+def corpus_ref(path: Path, root: Path = PROJECT_ROOT) -> str:
+    """The corpus path as recorded: relative to the project root when it lies inside it."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(root).as_posix()
+    except ValueError:
+        return str(resolved)
+
+
+def resolve_corpus(recorded: str, root: Path = PROJECT_ROOT) -> Path:
+    """A recorded corpus path read back against the current checkout."""
+    path = Path(recorded)
+    return path if path.is_absolute() else root / path
+
+
+def version() -> str:
+    return __version__

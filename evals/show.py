@@ -1,0 +1,79 @@
+"""`runs show`: a run's provenance and prompts, then each case's answer, score and errors."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from attest.errors import printable
+from evals.execute import Prompts
+from evals.pipeline import AnswerCache
+from evals.records import DirStore, Manifest, RunError
+
+__all__ = ["show_run"]
+
+
+def show_run(
+    store: DirStore, cache: AnswerCache, run_id: str, *, case: str | None = None, as_json: bool = False
+) -> str:
+    manifest = store.manifest(run_id)
+    report = store.report(run_id)
+    prompts = store.load(run_id, "prompts", Prompts).system if store.exists(run_id, "prompts") else {}
+    samples = [s for s in manifest.samples if case is None or s.case == case]
+    if case is not None and not samples:
+        raise RunError(f"run {run_id} has no case {case!r}")
+    answers = cache.get_many([s.key for s in samples])
+    scored = {(r["id"], r["sample"]): r for r in (report.results if report else [])}
+    rows = []
+    for s in samples:
+        entry = answers[s.key]
+        result = scored.get((s.case, s.sample), {})
+        rows.append(
+            {
+                "case": s.case,
+                "sample": s.sample,
+                "answer": entry.text if entry else None,
+                "score": result.get("score"),
+                "errors": result.get("errors", []),
+                "details": result.get("details", {}),
+            }
+        )
+    if as_json:
+        data = {"manifest": manifest.model_dump(mode="json", exclude={"samples"}), "prompts": prompts, "cases": rows}
+        return json.dumps(data, indent=1, ensure_ascii=False)
+    return "\n".join([*_header(manifest, report.overall if report else None, prompts), *_cases(rows)])
+
+
+def _header(m: Manifest, overall: float | None, prompts: dict[str, str]) -> list[str]:
+    p = m.provenance
+    score = "not scored" if overall is None else f"{overall:.3f}"
+    lines = [
+        f"run {m.run_id}: {m.task}, {m.split} split, {m.status}, score {score}",
+        f"  created     {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(m.created))}",
+        f"  model       {m.backend} {printable(m.model)} digest {m.digest[:16] or '(none)'}",
+        f"  options     {json.dumps(m.options, sort_keys=True)}; repeat {m.repeat}",
+        f"  prompt      {p.prompt_fingerprint}",
+        f"  scorer      {p.scorer_fingerprint}",
+        f"  corpus      {p.corpus} " + " ".join(f"{k}:{v[:12]}" for k, v in sorted(p.corpus_sha256.items())),
+        f"  code        attest {p.attest_version}, commit {p.git_commit or 'n/a'}"
+        + (" (uncommitted changes)" if p.git_dirty else ""),
+    ]
+    if p.tag_prompt_path:
+        lines.append(f"  tag prompt  {p.tag_prompt_path} sha256 {p.tag_prompt_sha256 or 'unreadable'}")
+    for sha, text in prompts.items():
+        lines.append(f"  system prompt {sha[:12]}:")
+        lines.extend(f"    | {printable(line)}" for line in text.splitlines())
+    return lines
+
+
+def _cases(rows: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for row in rows:
+        score = "  -  " if row["score"] is None else f"{row['score']:.2f}"
+        lines.append(f"{score}  {row['case']}#{row['sample']}")
+        answer = "(not in the cache)" if row["answer"] is None else printable(row["answer"])
+        lines.append(f"      answer  {answer}")
+        for error in row["errors"]:
+            lines.append(f"      error   {printable(str(error))}")
+    return lines
