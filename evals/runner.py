@@ -14,9 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from attest.backends.registry import make_backend
+from attest.backends.retry import RetryPolicy
+from attest.backends.settings import Settings
+from attest.backends.types import Backend, BackendError
 from attest.cli import add_backend_options
 from attest.errors import AttestError, run_reporting_errors
-from attest.llm import Backend, BackendError, RetryPolicy, Settings, make_backend
 from evals.cache import Identity, ResponseCache, resolve_cache_dir
 from evals.pipeline import (
     CachedChat,

@@ -1,4 +1,4 @@
-"""A recording fake for `attest.llm.ChatJSON`: it answers from a queue or a function and keeps what it was sent.
+"""A recording fake for `attest.backends.types.ChatJSON`: it answers from a queue or a function, keeping what it got.
 
     chat = RecordingChat(['{"tags": ["catalysis"]}'])
     tag_item("title", "summary", chat_json=chat)
@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from attest.llm import ChatResponse, Message
+from attest.backends.types import ChatResponse, Message
 
 Answer = str | Mapping[str, Any] | ChatResponse
 AnswerFn = Callable[[Sequence[Message], Mapping[str, Any]], Answer]

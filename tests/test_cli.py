@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from attest.cli import main
+from attest.backends.registry import KINDS, REGISTRY
+from attest.backends.stub import StubBackend
+from attest.cli import add_backend_options, main
 from attest.features import TAGS, ItemTags, tag_item
-from attest.llm import StubBackend
 
 REPO = Path(__file__).resolve().parents[1]
 TITLE = "Pd-catalysed C-N coupling at room temperature"
@@ -142,6 +144,18 @@ def test_ollama_not_running_is_one_line_with_what_to_do(
     assert "Traceback" not in err
 
 
+def test_backend_choices_are_the_registrys_kinds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert set(KINDS) == set(REGISTRY) == {"auto", "ollama", "openai", "local", "stub"}
+    with pytest.raises(SystemExit) as info:
+        main(["tag", "--backend", "vllm", TITLE, SUMMARY])
+    assert info.value.code == 2
+    assert f"invalid choice: 'vllm' (choose from {', '.join(map(repr, KINDS))})" in capsys.readouterr().err
+    shared = argparse.ArgumentParser()
+    add_backend_options(shared)
+    backend = next(action for action in shared._actions if "--backend" in action.option_strings)
+    assert backend.choices is KINDS, "--backend's choices must be read from the registry, not copied"
+
+
 def test_version_matches_pyproject(capsys: pytest.CaptureFixture[str]) -> None:
     version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     with pytest.raises(SystemExit) as info:
@@ -182,5 +196,5 @@ def test_console_script_shows_the_traceback_with_attest_debug(attest_exe: Path, 
     )
     assert done.returncode == 1
     assert "Traceback (most recent call last):" in done.stderr
-    assert "attest.llm.BackendError: cannot get an answer from Ollama" in done.stderr
+    assert "attest.backends.types.BackendError: cannot get an answer from Ollama" in done.stderr
     assert "`ollama serve`" in done.stderr

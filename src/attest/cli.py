@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from attest import __version__
+from attest.backends.registry import KINDS
 from attest.errors import AttestError, run_reporting_errors
 
 __all__ = ["main"]
@@ -37,7 +38,7 @@ def add_backend_options(parser: argparse.ArgumentParser, *, default_backend: str
     """The options every entry point shares for choosing and tuning a backend."""
     parser.add_argument(
         "--backend",
-        choices=("auto", "ollama", "openai", "local", "stub"),
+        choices=KINDS,
         help=f"model backend (env ATTEST_BACKEND; default {default_backend})",
     )
     parser.add_argument("--model", help="model name (env ATTEST_MODEL; Ollama default gemma4:e2b)")
@@ -51,8 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _tag(args: argparse.Namespace) -> int:
+    from attest.backends.registry import make_backend
+    from attest.backends.retry import RetryPolicy
+    from attest.backends.settings import Settings
     from attest.features import tag_item
-    from attest.llm import RetryPolicy, Settings, make_backend
 
     items = list(_items(args))
     retry = RetryPolicy(attempts=max(1, args.retries), timeout_s=args.timeout)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from attest.llm import RetryPolicy
+from attest.backends.retry import RetryPolicy
 from evals.cache import ResponseCache
 from evals.reaction_eval import CORPUS, TASK
 from evals.runner import main
