@@ -38,8 +38,9 @@ from typing import Any
 
 import httpx
 
-from attest.llm import Settings, make_backend
-from attest.local import LocalServer, shared_server
+from attest.backends.llamacpp import LocalServer, shared_server
+from attest.backends.registry import make_backend
+from attest.backends.settings import Settings
 from attest.simulate import REACTION_SYSTEM_PROMPT
 from benchmarks._common import REPEATS, ROOT, rotated, timed, workdir
 from evals import reaction_eval, runner

@@ -19,7 +19,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from attest.llm import ChatResponse, Message, StubBackend
+from attest.backends.stub import StubBackend
+from attest.backends.types import ChatResponse, Message
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, workdir
 from evals import reaction_eval
 from evals.cache import ResponseCache

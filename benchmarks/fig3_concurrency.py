@@ -20,7 +20,8 @@ if __package__ in (None, ""):
 
 import httpx
 
-from attest.llm import OpenAIBackend, RetryPolicy
+from attest.backends.openai import OpenAIBackend
+from attest.backends.retry import RetryPolicy
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import reaction_eval
 from evals.cache import ResponseCache

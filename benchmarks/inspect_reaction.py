@@ -25,7 +25,7 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import TaskState, generate
 
-from attest.llm import Settings
+from attest.backends.settings import Settings
 from evals import reaction_eval
 from evals.cases import ReactionCase
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import diskcache
 
+from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
-from attest.llm import Backend, ChatResponse, Message
 
 __all__ = [
     "CacheError",

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attest.backends.types import Message
 from attest.explain import REFUSAL, Explanation, explanation_messages
-from attest.llm import Message
 from evals import execute, pipeline
 from evals.cases import ExplanationCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat

@@ -38,21 +38,14 @@ if __package__ in (None, ""):
 
 import dspy
 
+from attest.answers import ModelOutputError, parse_answer, schema_of
+from attest.backends.registry import make_backend
+from attest.backends.retry import RetryPolicy
+from attest.backends.settings import Settings
+from attest.backends.types import Backend, BackendError, ChatResponse, Message
 from attest.cli import add_backend_options
 from attest.errors import AttestError
 from attest.features import DEFAULT_TAG_INSTRUCTIONS, ItemTags, TagDemo, TagPrompt, load_tag_prompt, tag_messages
-from attest.llm import (
-    Backend,
-    BackendError,
-    ChatResponse,
-    Message,
-    ModelOutputError,
-    RetryPolicy,
-    Settings,
-    make_backend,
-    parse_answer,
-    schema_of,
-)
 from evals.cache import Identity, ResponseCache, request_key, resolve_cache_dir
 from evals.cases import TaggingCase
 from evals.corpus import CorpusError

@@ -21,8 +21,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from attest.answers import schema_of
+from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
-from attest.llm import Backend, ChatResponse, Message, schema_of
 from evals.cache import Entry, Identity, request_key
 from evals.cases import AnyCase
 from evals.corpus import read_cases, split_sha256

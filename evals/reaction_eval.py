@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from attest.llm import Message
+from attest.backends.types import Message
 from attest.simulate import Reaction, reaction_messages
 from evals import execute, pipeline
 from evals.cases import ReactionCase

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attest.errors import printable
+from attest.text import printable
 from evals.execute import RunOutcome
 
 __all__ = ["print_report"]

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attest.errors import AttestError, printable, run_reporting_errors
+from attest.errors import AttestError, run_reporting_errors
+from attest.text import printable
 from evals import explanation_eval, provenance, reaction_eval, tagging_eval
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.cases import AnyCase

@@ -16,9 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from attest.cli import add_backend_options
+from attest.backends.registry import make_backend
+from attest.backends.settings import Settings
+from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
-from attest.llm import Backend, BackendError, RetryPolicy, Settings, make_backend
+from attest.options import OneLineErrorParser, add_backend_options, settings_from_args
 from evals.cache import Identity, ResponseCache, resolve_cache_dir
 from evals.execute import RunOutcome, RunSpec, execute
 from evals.pipeline import CachedChat, Task, load_cases, stderr_progress
@@ -53,7 +55,7 @@ def _unit_float(text: str) -> float:
 
 
 def _parser(task: Task[Any]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog=f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
     )
     parser.add_argument("--split", choices=("train", "dev", "all"), default="dev", help="which cases (default dev)")
@@ -90,9 +92,8 @@ def main(task: Task[Any], argv: Sequence[str] | None = None, *, backend_factory:
 
 def settings_from(args: argparse.Namespace, *, default_backend: str = "auto") -> Settings:
     """The backend settings an eval entry point's options name."""
-    retry = RetryPolicy(attempts=max(1, args.retries), timeout_s=args.timeout)
-    kind = "stub" if getattr(args, "offline", False) else args.backend
-    settings = Settings.resolve(backend=kind, model=args.model, default_backend=default_backend, retry=retry)
+    kind = "stub" if getattr(args, "offline", False) else None
+    settings = settings_from_args(args, default_backend=default_backend, backend=kind)
     options = dict(settings.options)
     if getattr(args, "temperature", None) is not None:
         options["temperature"] = args.temperature

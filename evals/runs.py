@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from attest.errors import AttestError, printable, run_reporting_errors
+from attest.errors import AttestError, run_reporting_errors
+from attest.text import printable
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.records import DirStore, Manifest, Report, RunError
 

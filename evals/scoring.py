@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel
 
-from attest.llm import ModelOutputError, parse_answer
+from attest.answers import ModelOutputError, parse_answer
 
 __all__ = ["parse_or_error", "title_words"]
 

@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from attest.errors import printable
+from attest.text import printable
 from evals.execute import Prompts
 from evals.pipeline import AnswerCache
 from evals.records import DirStore, Manifest, RunError

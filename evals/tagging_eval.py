@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attest.backends.types import Message
 from attest.features import ItemTags, tag_messages
-from attest.llm import Message
 from evals import execute, pipeline
 from evals.cases import TaggingCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat

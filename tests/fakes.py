@@ -1,4 +1,4 @@
-"""A recording fake for `attest.llm.ChatJSON`: it answers from a queue or a function and keeps what it was sent.
+"""A recording fake for `attest.backends.types.ChatJSON`: it answers from a queue or a function, keeping what it got.
 
     chat = RecordingChat(['{"tags": ["catalysis"]}'])
     tag_item("title", "summary", chat_json=chat)
@@ -16,12 +16,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from attest.llm import ChatResponse, Message
+from attest.backends.types import ChatResponse, Message
 
 Answer = str | Mapping[str, Any] | ChatResponse
 AnswerFn = Callable[[Sequence[Message], Mapping[str, Any]], Answer]
 
-__all__ = ["Answer", "AnswerFn", "RecordingChat", "Sent"]
+__all__ = ["Answer", "AnswerFn", "FakeBackend", "RecordingChat", "Sent"]
 
 
 class Sent(NamedTuple):
@@ -67,3 +67,24 @@ class RecordingChat:
             return answer
         text = answer if isinstance(answer, str) else json.dumps(dict(answer))
         return ChatResponse(text, 0.0, None, None, self.model, self.digest)
+
+
+class FakeBackend:
+    """A `Backend` around a `RecordingChat`, for code that takes a backend (or a backend factory)."""
+
+    kind = "fake"
+
+    def __init__(self, chat: RecordingChat, *, options: Mapping[str, Any] | None = None) -> None:
+        self.chat = chat
+        self.model = chat.model
+        self.options = dict(options or {"temperature": 0.0})
+        self.closed = False
+
+    def digest(self) -> str:
+        return self.chat.digest
+
+    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+        return self.chat(messages, schema)
+
+    def close(self) -> None:
+        self.closed = True

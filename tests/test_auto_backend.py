@@ -7,7 +7,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from attest.llm import BackendError, LocalBackend, OllamaBackend, Settings, make_backend
+from attest.backends.local import LocalBackend
+from attest.backends.ollama import OllamaBackend
+from attest.backends.registry import make_backend
+from attest.backends.settings import Settings
+from attest.backends.types import BackendError
 
 TAGS = {"models": [{"name": "gemma4:e2b", "model": "gemma4:e2b", "digest": "sha256:abc123"}]}
 

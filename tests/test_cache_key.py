@@ -14,9 +14,13 @@ from typing import Any
 
 import pytest
 
+from attest.answers import schema_of
+from attest.backends.openai import OpenAIBackend
+from attest.backends.registry import make_backend
+from attest.backends.settings import Settings
+from attest.backends.stub import StubBackend
 from attest.explain import Explanation
 from attest.features import ItemTags, tag_messages
-from attest.llm import OpenAIBackend, Settings, StubBackend, make_backend, schema_of
 from attest.simulate import Reaction
 from evals import tagging_eval
 from evals.cache import Entry, Identity, ResponseCache, request_key
@@ -175,7 +179,8 @@ def test_case_id_split_and_note_are_not_in_the_key() -> None:
 _CHILD = """
 import json, sys
 from attest.features import ItemTags, tag_messages
-from attest.llm import StubBackend, schema_of
+from attest.answers import schema_of
+from attest.backends.stub import StubBackend
 from evals.cache import Identity, request_key
 title, summary = json.loads(sys.argv[1])
 identity = Identity.of(StubBackend())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from attest.cli import main
+from attest.backends.registry import KINDS, REGISTRY
+from attest.backends.stub import StubBackend
+from attest.cli import add_backend_options, main
 from attest.features import TAGS, ItemTags, tag_item
-from attest.llm import StubBackend
 
 REPO = Path(__file__).resolve().parents[1]
 TITLE = "Pd-catalysed C-N coupling at room temperature"
@@ -84,14 +86,15 @@ def test_numeric_ids_are_kept_as_strings(tmp_path: Path, capsys: pytest.CaptureF
     ("bad", "reason"),
     [
         ('{"title": "Pd-catalysed coupling", "summary": ', "not JSON (Expecting value at column 47)"),
-        ('["Pd-catalysed coupling", "A new ligand."]', 'each line must be an object with string "title" and "summary"'),
-        ('{"title": "Pd-catalysed coupling"}', 'each line must be an object with string "title" and "summary"'),
-        (
-            '{"title": "Pd-catalysed coupling", "summary": 3}',
-            'each line must be an object with string "title" and "summary"',
-        ),
+        ('["Pd-catalysed coupling", "A new ligand."]', 'each line must be a JSON object with "title" and "summary"'),
+        ('{"title": "Pd-catalysed coupling"}', "field 'summary': Field required"),
+        ('{"title": "Pd-catalysed coupling", "summary": 3}', "field 'summary': Input should be a valid string"),
+        ('{"title": "", "summary": "A new ligand."}', "field 'title': must not be blank"),
+        ('{"title": " \\t ", "summary": "A new ligand."}', "field 'title': must not be blank"),
+        ('{"title": "Pd-catalysed coupling", "summary": "\\n"}', "field 'summary': must not be blank"),
+        ("[" * 100_000, "not JSON (nested too deeply)"),
     ],
-    ids=["truncated", "array", "no-summary", "summary-number"],
+    ids=["truncated", "array", "no-summary", "summary-number", "empty-title", "blank-title", "newline-summary", "deep"],
 )
 def test_bad_jsonl_line_exits_1_naming_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str, reason: str
@@ -113,13 +116,26 @@ def test_unreadable_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 @pytest.mark.parametrize(
     "argv",
-    [["tag", "--backend", "stub"], ["tag", "--backend", "stub", TITLE], ["tag", "--backend", "stub", TITLE, ""]],
-    ids=["nothing", "title-only", "empty-summary"],
+    [["tag", "--backend", "stub"], ["tag", "--backend", "stub", TITLE]],
+    ids=["nothing", "title-only"],
 )
 def test_missing_arguments_exit_1_with_a_usage_hint(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, out, err = _run(capsys, *argv)
     assert (code, out) == (1, "")
     assert err == 'attest: error: give an item as `attest tag "TITLE" "SUMMARY"`, or `attest tag --file items.jsonl`\n'
+
+
+@pytest.mark.parametrize(
+    ("title", "summary", "field"),
+    [(TITLE, "", "SUMMARY"), ("", SUMMARY, "TITLE"), ("   ", SUMMARY, "TITLE"), (TITLE, "\t\n ", "SUMMARY")],
+    ids=["empty-summary", "empty-title", "blank-title", "blank-summary"],
+)
+def test_blank_arguments_exit_1_naming_the_argument(
+    capsys: pytest.CaptureFixture[str], title: str, summary: str, field: str
+) -> None:
+    code, out, err = _run(capsys, "tag", "--backend", "stub", title, summary)
+    assert (code, out) == (1, "")
+    assert err == f"attest: error: argument {field}: must not be blank\n"
 
 
 def test_title_and_file_together_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -140,6 +156,18 @@ def test_ollama_not_running_is_one_line_with_what_to_do(
     assert f"http://127.0.0.1:{free_port}/api/chat" in err
     assert "`ollama serve`" in err and "--backend local" in err
     assert "Traceback" not in err
+
+
+def test_backend_choices_are_the_registrys_kinds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert set(KINDS) == set(REGISTRY) == {"auto", "ollama", "openai", "local", "stub"}
+    with pytest.raises(SystemExit) as info:
+        main(["tag", "--backend", "vllm", TITLE, SUMMARY])
+    assert info.value.code == 2
+    assert f"invalid choice: 'vllm' (choose from {', '.join(map(repr, KINDS))})" in capsys.readouterr().err
+    shared = argparse.ArgumentParser()
+    add_backend_options(shared)
+    backend = next(action for action in shared._actions if "--backend" in action.option_strings)
+    assert backend.choices is KINDS, "--backend's choices must be read from the registry, not copied"
 
 
 def test_version_matches_pyproject(capsys: pytest.CaptureFixture[str]) -> None:
@@ -182,5 +210,5 @@ def test_console_script_shows_the_traceback_with_attest_debug(attest_exe: Path, 
     )
     assert done.returncode == 1
     assert "Traceback (most recent call last):" in done.stderr
-    assert "attest.llm.BackendError: cannot get an answer from Ollama" in done.stderr
+    assert "attest.backends.types.BackendError: cannot get an answer from Ollama" in done.stderr
     assert "`ollama serve`" in done.stderr

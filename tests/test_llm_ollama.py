@@ -10,17 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
+from attest.answers import schema_of
+from attest.backends.ollama import OllamaBackend
+from attest.backends.registry import make_backend
+from attest.backends.retry import RetryPolicy
+from attest.backends.settings import DEFAULT_OLLAMA_MODEL, Settings
+from attest.backends.types import BackendError
 from attest.errors import AttestError
 from attest.features import ItemTags, tag_messages
-from attest.llm import (
-    DEFAULT_OLLAMA_MODEL,
-    BackendError,
-    OllamaBackend,
-    RetryPolicy,
-    Settings,
-    make_backend,
-    schema_of,
-)
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -361,5 +358,8 @@ def test_attest_model_overrides_the_default_and_an_argument_overrides_both() -> 
 def test_attest_backend_env_and_unknown_backend() -> None:
     assert Settings.resolve(env={"ATTEST_BACKEND": "stub"}).backend == "stub"
     assert Settings.resolve(backend="openai", env={"ATTEST_BACKEND": "stub"}).backend == "openai"
-    with pytest.raises(AttestError, match=r"unknown backend 'olama': choose one of auto, ollama"):
-        Settings.resolve(backend="olama", env={})
+    known = r"choose one of auto, ollama, openai, local, stub$"
+    with pytest.raises(AttestError, match=rf"^unknown backend 'olama': {known}"):
+        make_backend(Settings.resolve(backend="olama", env={}))
+    with pytest.raises(AttestError, match=rf"^unknown backend 'vllm': {known}"):
+        make_backend(Settings(backend="vllm"))

@@ -8,7 +8,12 @@ from typing import Any
 import httpx
 import pytest
 
-from attest.llm import BackendError, OpenAIBackend, RetryPolicy, Settings, make_backend, schema_of
+from attest.answers import schema_of
+from attest.backends.openai import OpenAIBackend
+from attest.backends.registry import make_backend
+from attest.backends.retry import RetryPolicy
+from attest.backends.settings import Settings
+from attest.backends.types import BackendError
 from attest.simulate import Reaction, reaction_messages
 
 BASE = "http://127.0.0.1:8080"

@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from attest.answers import schema_of
+from attest.backends.llamacpp import LocalServer, gguf_path, shared_server
+from attest.backends.registry import make_backend
+from attest.backends.settings import Settings
+from attest.backends.types import Backend, BackendError
 from attest.explain import generate_explanation
 from attest.features import TAGS, ItemTags, tag_item, tag_messages
-from attest.llm import Backend, BackendError, Settings, make_backend, schema_of
-from attest.local import LocalServer, gguf_path, shared_server
 from attest.simulate import react_to_item
 
 pytestmark = pytest.mark.local_model

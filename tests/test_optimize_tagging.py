@@ -23,9 +23,9 @@ from types import ModuleType
 
 import pytest
 
+from attest.backends.stub import StubBackend
 from attest.cli import main as attest_main
 from attest.features import TagDemo, TagPrompt, load_tag_prompt, tag_messages
-from attest.llm import StubBackend
 from evals import tagging_eval
 from evals.cache import Identity, ResponseCache
 from evals.pipeline import CachedChat, CacheOnlyChat, unsampled

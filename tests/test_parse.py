@@ -7,10 +7,10 @@ import json
 import pytest
 from pydantic import BaseModel
 
+from attest.answers import ModelOutputError, parse_answer
 from attest.errors import AttestError
 from attest.explain import Explanation
 from attest.features import TAGS, ItemTags
-from attest.llm import ModelOutputError, parse_answer
 from attest.simulate import Reaction
 
 MB = 1_000_000

@@ -15,9 +15,10 @@ import pytest
 
 import attest
 from attest import explain, features, simulate
+from attest.backends.stub import StubBackend
+from attest.backends.types import BackendError, ChatResponse, Message
 from attest.explain import explanation_messages
 from attest.features import TagPrompt, tag_messages
-from attest.llm import BackendError, ChatResponse, Message, StubBackend
 from attest.simulate import reaction_messages
 from evals import explanation_eval, reaction_eval, runner, tagging_eval
 from evals.cache import Identity, ResponseCache, canonical_json

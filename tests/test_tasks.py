@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 
-from attest import feed, llm
+from attest import feed
+from attest.answers import ModelOutputError, parse_answer, schema_of
+from attest.backends.stub import StubBackend
+from attest.backends.types import Message
+from attest.chat import default_chat_json
 from attest.explain import EXPLANATION_SYSTEM_PROMPT, REFUSAL, Explanation, explanation_messages, generate_explanation
 from attest.features import (
     DEFAULT_TAG_INSTRUCTIONS,
@@ -24,7 +28,6 @@ from attest.features import (
     tag_item,
     tag_messages,
 )
-from attest.llm import Message, ModelOutputError, StubBackend, schema_of
 from attest.render import item_block
 from attest.simulate import REACTION_SYSTEM_PROMPT, Reaction, react_to_item, reaction_messages
 from tests.fakes import RecordingChat, Sent
@@ -214,12 +217,13 @@ def test_an_answer_that_fails_the_schema_raises_model_output_error(
 
 
 def test_without_chat_json_the_production_backend_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(llm, "_default_chat", None)
+    default_chat_json.cache_clear()
     monkeypatch.setenv("ATTEST_BACKEND", "stub")
-    expected = llm.parse_answer(
-        StubBackend().chat_json(tag_messages(TITLE, SUMMARY), schema_of(ItemTags)).text, ItemTags
-    )
-    assert tag_item(TITLE, SUMMARY) == expected
+    expected = parse_answer(StubBackend().chat_json(tag_messages(TITLE, SUMMARY), schema_of(ItemTags)).text, ItemTags)
+    try:
+        assert tag_item(TITLE, SUMMARY) == expected
+    finally:
+        default_chat_json.cache_clear()
 
 
 # --- ATTEST_TAG_PROMPT ----------------------------------------------------------------

@@ -20,9 +20,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from attest.backends.registry import make_backend
+from attest.backends.settings import Settings
 from attest.errors import AttestError
 from attest.feed import Item, Persona, simulate_ratings
-from attest.llm import Settings, make_backend
 from evals.reaction_eval import score_verdicts
 
 CORPUS = Path(__file__).with_name("corpus")

@@ -1,98 +1,128 @@
-"""The `attest` command: `attest tag "TITLE" "SUMMARY"` or `attest tag --file items.jsonl`.
+"""The `attest` command: the app's three features on the command line, JSON out, one line per item.
 
-Errors become one line on stderr and exit code 1; `ATTEST_DEBUG=1` re-raises them
-with the traceback.
+    attest tag "TITLE" "SUMMARY"
+    attest react --persona "..." --interests "..." --file items.jsonl
+    attest explain --interests "..." --file -        # JSON lines on stdin
+
+Errors become one line on stderr and exit code 1 (usage errors: exit 2);
+`ATTEST_DEBUG=1` re-raises them with the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from attest import __version__
-from attest.errors import AttestError, run_reporting_errors
+from attest.errors import run_main
+from attest.options import OneLineErrorParser, add_backend_options, settings_from_args
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from attest.backends.settings import Settings
+    from attest.backends.types import Backend, ChatJSON
+    from attest.items import Item
+
+__all__ = ["BackendFactory", "add_backend_options", "build_parser", "main"]
+
+Answer = Callable[["Item", "ChatJSON"], dict[str, Any]]
+BackendFactory = Callable[["Settings"], "Backend"]
+
+FILE_HELP = 'a JSON-lines file of {"title", "summary"} objects ("id" kept if present); "-" reads stdin'
+USAGE_HINT = {
+    "tag": '`attest tag "TITLE" "SUMMARY"`, or `attest tag --file items.jsonl`',
+    "react": '`attest react --persona "..." --interests "..." "TITLE" "SUMMARY"`, or `... --file items.jsonl`',
+    "explain": '`attest explain --interests "..." "TITLE" "SUMMARY"`, or `... --file items.jsonl`',
+}
 
 
-class InputFileError(AttestError):
-    """A line of an items file cannot be used."""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="attest", description="Research-feed features backed by a local chat model.")
+def build_parser() -> argparse.ArgumentParser:
+    """The `attest` argument parser: one subcommand per feature, each with the shared backend options."""
+    parser = OneLineErrorParser(prog="attest", description="Research-feed features backed by a local chat model.")
     parser.add_argument("--version", action="version", version=f"attest {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    tag = sub.add_parser("tag", help="tag items with topics from the vocabulary; prints JSON")
-    tag.add_argument("title", nargs="?", help="the item's title")
-    tag.add_argument("summary", nargs="?", help="the item's summary")
-    tag.add_argument("--file", type=Path, help='a JSON-lines file of {"title", "summary"} objects ("id" optional)')
-    add_backend_options(tag)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _command(sub, "tag", 'tag items with 1-4 topics from the vocabulary; prints {"tags": [...]} per item')
+    react = _command(sub, "react", "would this reader read each item? prints verdict, confidence, reasoning")
+    react.add_argument("--persona", required=True, help="who the reader is, in a sentence or two")
+    react.add_argument("--interests", required=True, help="what the reader reads, in their own words")
+    explain = _command(sub, "explain", 'why each item matches the reader\'s interests; prints {"text": ...}')
+    explain.add_argument("--interests", required=True, help="what the reader reads, in their own words")
     return parser
 
 
-def add_backend_options(parser: argparse.ArgumentParser, *, default_backend: str = "ollama") -> None:
-    """The options every entry point shares for choosing and tuning a backend."""
-    parser.add_argument(
-        "--backend",
-        choices=("auto", "ollama", "openai", "local", "stub"),
-        help=f"model backend (env ATTEST_BACKEND; default {default_backend})",
-    )
-    parser.add_argument("--model", help="model name (env ATTEST_MODEL; Ollama default gemma4:e2b)")
-    parser.add_argument("--retries", type=int, default=3, help="attempts per request on transport faults (default 3)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer (default 120)")
+def _command(sub: Any, name: str, summary: str) -> argparse.ArgumentParser:
+    command: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=summary)
+    command.add_argument("title", nargs="?", help="the item's title (or use --file)")
+    command.add_argument("summary", nargs="?", help="the item's summary (or use --file)")
+    command.add_argument("--file", metavar="PATH", help=FILE_HELP)
+    add_backend_options(command)
+    return command
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    return run_reporting_errors("attest", lambda: _tag(args))
+def main(
+    argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, backend_factory: BackendFactory | None = None
+) -> int:
+    """Run `attest ARGV`; `stdin` (for `--file -`) and `backend_factory` (default `make_backend`) can be injected."""
+    args = build_parser().parse_args(argv)
+    return run_main("attest", lambda: _run(args, stdin, backend_factory))
 
 
-def _tag(args: argparse.Namespace) -> int:
-    from attest.features import tag_item
-    from attest.llm import RetryPolicy, Settings, make_backend
+def _run(args: argparse.Namespace, stdin: TextIO | None, backend_factory: BackendFactory | None) -> int:
+    from attest.backends.registry import make_backend
 
-    items = list(_items(args))
-    retry = RetryPolicy(attempts=max(1, args.retries), timeout_s=args.timeout)
-    backend = make_backend(Settings.resolve(backend=args.backend, model=args.model, retry=retry))
-    for item_id, title, summary in items:
-        tags = tag_item(title, summary, chat_json=backend.chat_json).tags
-        print(json.dumps({"id": item_id, "tags": tags} if item_id is not None else {"tags": tags}))
+    answer = _answerer(args)
+    items = _items(args, stdin)
+    backend = (backend_factory or make_backend)(settings_from_args(args))
+    try:
+        for item in items:
+            shown = {"id": item.shown_id} if item.shown_id is not None else {}
+            print(json.dumps({**shown, **answer(item, backend.chat_json)}), flush=True)
+    finally:
+        backend.close()
     return 0
 
 
-def _items(args: argparse.Namespace) -> Iterator[tuple[str | None, str, str]]:
+def _answerer(args: argparse.Namespace) -> Answer:
+    """The command's call for one item (the reader is validated here, before any item is read)."""
+    from attest.items import check_reader
+
+    if args.command == "tag":
+        return _tag
+    reader = check_reader(getattr(args, "persona", None), args.interests)
+    if args.command == "react":
+        return lambda item, chat: _react(reader.persona or "", reader.interests, item, chat)
+    return lambda item, chat: _explain(reader.interests, item, chat)
+
+
+def _tag(item: Item, chat: ChatJSON) -> dict[str, Any]:
+    from attest.features import tag_item
+
+    return {"tags": list(tag_item(item.title, item.summary, chat_json=chat).tags)}
+
+
+def _react(persona: str, interests: str, item: Item, chat: ChatJSON) -> dict[str, Any]:
+    from attest.simulate import react_to_item
+
+    return react_to_item(persona, interests, item.title, item.summary, chat_json=chat).model_dump()
+
+
+def _explain(interests: str, item: Item, chat: ChatJSON) -> dict[str, Any]:
+    from attest.explain import generate_explanation
+
+    return generate_explanation(interests, item.title, item.summary, chat_json=chat).model_dump()
+
+
+def _items(args: argparse.Namespace, stdin: TextIO | None) -> list[Item]:
+    from attest.items import InputFileError, item_from_args, read_items
+
     if args.file is not None:
         if args.title is not None:
             raise InputFileError("give either TITLE SUMMARY or --file, not both")
-        yield from _read_jsonl(args.file)
-        return
-    if not args.title or not args.summary:
-        raise InputFileError('give an item as `attest tag "TITLE" "SUMMARY"`, or `attest tag --file items.jsonl`')
-    yield None, args.title, args.summary
-
-
-def _read_jsonl(path: Path) -> Iterator[tuple[str | None, str, str]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"{path}: cannot read it ({exc}); give a UTF-8 JSON-lines file") from None
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            yield _parse_line(path, number, line)
-
-
-def _parse_line(path: Path, number: int, line: str) -> tuple[str | None, str, str]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("title"), str) or not isinstance(obj.get("summary"), str):
-        raise InputFileError(f'{path}:{number}: each line must be an object with string "title" and "summary"')
-    item_id = obj.get("id")
-    return (str(item_id) if item_id is not None else None), obj["title"], obj["summary"]
+        return read_items(args.file, stdin)
+    if args.title is None or args.summary is None:
+        raise InputFileError(f"give an item as {USAGE_HINT[args.command]}")
+    return [item_from_args(args.title, args.summary)]
 
 
 if __name__ == "__main__":

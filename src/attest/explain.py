@@ -11,12 +11,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from attest.llm import ChatJSON, Message, ask
+from attest.backends.types import ChatJSON, Message
+from attest.chat import ask
 from attest.render import item_block, one_line
+from attest.vocab import REFUSAL
 
 __all__ = ["EXPLANATION_SYSTEM_PROMPT", "REFUSAL", "Explanation", "explanation_messages", "generate_explanation"]
-
-REFUSAL = "Outside your stated interests."
 
 EXPLANATION_SYSTEM_PROMPT = f"""\
 You write the one-line note a research feed shows under an item, telling the reader \

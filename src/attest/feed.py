@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from attest.backends.types import ChatJSON
 from attest.explain import Explanation, generate_explanation
-from attest.llm import ChatJSON
 from attest.simulate import Reaction, react_to_item
 
 __all__ = ["Item", "Persona", "Rating", "explain", "simulate_ratings"]

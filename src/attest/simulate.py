@@ -10,7 +10,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from attest.llm import ChatJSON, Message, ask
+from attest.backends.types import ChatJSON, Message
+from attest.chat import ask
 from attest.render import item_block, one_line
 
 __all__ = ["REACTION_SYSTEM_PROMPT", "Reaction", "react_to_item", "reaction_messages"]

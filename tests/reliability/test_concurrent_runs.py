@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from attest.llm import Settings
+from attest.backends.settings import Settings
 from evals.cache import Identity, ResponseCache
 from evals.pipeline import plan
 from evals.reaction_eval import CORPUS, TASK, load_cases

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attest.llm import Settings
+from attest.backends.settings import Settings
 from evals.cache import Identity, ResponseCache
 from evals.pipeline import plan
 from evals.reaction_eval import TASK, load_cases

@@ -13,7 +13,7 @@ The runner's retry backoff is cut to 10 ms here so the suite stays fast; Retry-A
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import gc
 import json
 import time
@@ -23,7 +23,9 @@ from typing import Any
 
 import pytest
 
-from attest.llm import RetryPolicy
+from attest.backends.registry import make_backend
+from attest.backends.settings import Settings
+from attest.backends.types import Backend
 from evals.cache import ResponseCache
 from evals.reaction_eval import CORPUS, TASK
 from evals.runner import main
@@ -60,7 +62,6 @@ def server() -> Iterator[FakeServer]:
 
 @pytest.fixture(autouse=True)
 def _fast_backoff(monkeypatch: pytest.MonkeyPatch, server: FakeServer) -> Iterator[None]:
-    monkeypatch.setattr("evals.runner.RetryPolicy", functools.partial(RetryPolicy, backoff_s=0.01))
     monkeypatch.setenv("ATTEST_OPENAI_BASE_URL", server.url)
     server.reset_records()
     yield
@@ -76,6 +77,11 @@ def _summary() -> Iterator[None]:
     )
 
 
+def _fast_backoff_backend(settings: Settings) -> Backend:
+    """The backend the options name, with 10 ms backoff between retries instead of 0.5 s."""
+    return make_backend(dataclasses.replace(settings, retry=dataclasses.replace(settings.retry, backoff_s=0.01)))
+
+
 def _corpus(tmp_path: Path) -> Path:
     cases: list[dict[str, Any]] = json.loads(CORPUS.read_text(encoding="utf-8"))[:SAMPLES]
     path = tmp_path / "corpus.json"
@@ -86,7 +92,7 @@ def _corpus(tmp_path: Path) -> Path:
 def _run(cache_dir: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
     argv = ["--backend", "openai", "--cache-dir", str(cache_dir), "--corpus", str(corpus), "--split", "all"]
     argv += ["--retries", str(RETRIES), "--timeout", str(TIMEOUT_S), "--concurrency", "1"]
-    code = main(TASK, argv)
+    code = main(TASK, argv, backend_factory=_fast_backoff_backend)
     err = capsys.readouterr().err
     return code, [line for line in err.splitlines() if not line.startswith("reaction all: ")]
 

@@ -1,18 +1,45 @@
-"""The stub model's answers: deterministic keyword overlap, for all three task schemas.
+"""The `stub` backend: a deterministic offline model, keyword overlap for all three task schemas.
 
 It reads the labelled lines the renderers write (`Interests:`, `Title:`, `Summary:`)
-from the last user message. It knows nothing a real model would not be told.
+from the last user message. It knows nothing a real model would not be told. It is
+the offline mode, the test double for whole-pipeline tests, and the baseline a real
+model must beat.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attest.explain import REFUSAL
+from attest.backends.types import DEFAULT_OPTIONS, ChatResponse, Message
+from attest.vocab import REFUSAL
 
-__all__ = ["answer", "content_words"]
+__all__ = ["StubBackend", "answer", "content_words"]
+
+
+class StubBackend:
+    """A deterministic offline model: keyword overlap between the reader and the item."""
+
+    kind = "stub"
+    model = "stub-keyword-overlap-v1"
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.options = dict(options or DEFAULT_OPTIONS)
+
+    def digest(self) -> str:
+        return "stub-v1"
+
+    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+        start = time.perf_counter()
+        text = json.dumps(answer(str(schema.get("title", "")), messages[-1]["content"] if messages else "", schema))
+        return ChatResponse(text, time.perf_counter() - start, None, None, self.model, self.digest())
+
+    def close(self) -> None:
+        pass
+
 
 _STOPWORDS = frozenset(
     [

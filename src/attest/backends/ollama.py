@@ -1,0 +1,140 @@
+"""The `ollama` backend: Ollama's native API, `POST /api/chat` with `format` set to the JSON schema."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from attest.backends.retry import RetryPolicy
+from attest.backends.settings import DEFAULT_OLLAMA_HOST, DEFAULT_OLLAMA_MODEL, Settings
+from attest.backends.transport import (
+    Wire,
+    decode,
+    error_text,
+    int_or_none,
+    new_client,
+    post_json,
+    status_error,
+    transport_error,
+)
+from attest.backends.types import DEFAULT_OPTIONS, BackendError, ChatResponse, Message
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["OLLAMA_HINT", "OllamaBackend", "make_ollama"]
+
+OLLAMA_HINT = "start it with `ollama serve` (or set OLLAMA_HOST), or use `--backend local`"
+
+
+def _ollama_text(data: Mapping[str, Any]) -> str | None:
+    message = data.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+        return None
+    return str(message["content"])
+
+
+_WIRE = Wire("Ollama", OLLAMA_HINT, _ollama_text, "message.content")
+
+
+class OllamaBackend:
+    """Ollama's native API: `POST /api/chat` with `format` set to the JSON schema."""
+
+    kind = "ollama"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_OLLAMA_MODEL,
+        *,
+        host: str = DEFAULT_OLLAMA_HOST,
+        client: httpx.Client | None = None,
+        options: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.model = model
+        self.host = host.rstrip("/")
+        self.options = dict(options or DEFAULT_OPTIONS)
+        self.retry = retry or RetryPolicy()
+        self._client = client or new_client(self.host)
+        self._digest: str | None = None
+
+    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+        url = f"{self.host}/api/chat"
+        data, text, latency = post_json(
+            self._client, url, self._body(messages, schema), self.retry, self._describe, _WIRE
+        )
+        return ChatResponse(
+            text=text,
+            latency_s=latency,
+            prompt_tokens=int_or_none(data.get("prompt_eval_count")),
+            completion_tokens=int_or_none(data.get("eval_count")),
+            model=str(data.get("model", self.model)),
+            digest=self.digest(),
+        )
+
+    def _body(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+        opts = {k: v for k, v in self.options.items() if k != "max_tokens"}
+        if "max_tokens" in self.options:
+            opts["num_predict"] = self.options["max_tokens"]
+        return {
+            "model": self.model,
+            "messages": list(messages),
+            "stream": False,
+            "format": dict(schema),
+            "options": opts,
+        }
+
+    def digest(self) -> str:
+        """The model's content digest from `/api/tags`, fetched once."""
+        if self._digest is None:
+            self._digest = self._fetch_digest()
+        return self._digest
+
+    def _fetch_digest(self) -> str:
+        import httpx
+
+        url = f"{self.host}/api/tags"
+        try:
+            resp = self._client.get(url, timeout=self.retry.timeout_s)
+        except httpx.TransportError as exc:
+            raise self._unreachable(transport_error(exc, url, "Ollama", self.retry)) from None
+        if resp.status_code >= 400:
+            raise self._describe(resp)
+        models = decode(resp, url, "Ollama").get("models") or []
+        for entry in models:
+            if isinstance(entry, dict) and self.model in (entry.get("name"), entry.get("model")):
+                return str(entry.get("digest", ""))
+        for entry in models:
+            if isinstance(entry, dict) and entry.get("name") == f"{self.model}:latest":
+                return str(entry.get("digest", ""))
+        raise self._not_pulled(url)
+
+    def _unreachable(self, err: BackendError) -> BackendError:
+        return BackendError(f"{err}: {OLLAMA_HINT}", url=err.url, cause=err.cause)
+
+    def _not_pulled(self, url: str) -> BackendError:
+        return BackendError(
+            f"Ollama at {self.host} has no model {self.model!r}: run `ollama pull {self.model}`",
+            url=url,
+            cause=f"model {self.model} is not pulled",
+        )
+
+    def _describe(self, resp: httpx.Response) -> BackendError:
+        url = str(resp.request.url)
+        if resp.status_code == 404 and "not found" in error_text(resp).lower():
+            return self._not_pulled(url)
+        return status_error(resp, url, "Ollama", "check OLLAMA_HOST")
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def make_ollama(settings: Settings, client: httpx.Client | None = None) -> OllamaBackend:
+    """The ollama backend `settings` describe (model default gemma4:e2b, host from OLLAMA_HOST)."""
+    return OllamaBackend(
+        settings.model or DEFAULT_OLLAMA_MODEL,
+        host=settings.ollama_host,
+        client=client,
+        options=settings.options,
+        retry=settings.retry,
+    )

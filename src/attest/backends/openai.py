@@ -1,0 +1,137 @@
+"""The `openai` backend: an OpenAI-compatible server (llama.cpp, vLLM, LM Studio, Ollama's /v1).
+
+`POST /v1/chat/completions` with `response_format` json_schema. An API key, if any,
+is sent as a bearer token and never shown: a server that echoes it back in an error
+has it masked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from attest.backends.retry import RetryPolicy
+from attest.backends.settings import DEFAULT_OPENAI_BASE_URL, Settings
+from attest.backends.transport import Wire, error_text, int_or_none, new_client, post_json, status_error
+from attest.backends.types import DEFAULT_OPTIONS, BackendError, ChatResponse, Message
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["OPENAI_HINT", "OpenAIBackend", "make_openai"]
+
+OPENAI_HINT = "check that the server is running and that ATTEST_OPENAI_BASE_URL points at the right server"
+
+
+def _first_choice_text(data: Mapping[str, Any]) -> str | None:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+        return None
+    return str(message["content"])
+
+
+_WIRE = Wire("the server", OPENAI_HINT, _first_choice_text, "choices[0].message.content")
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible server (llama.cpp, vLLM, LM Studio, Ollama's /v1)."""
+
+    kind = "openai"
+
+    def __init__(
+        self,
+        model: str = "",
+        *,
+        base_url: str = DEFAULT_OPENAI_BASE_URL,
+        client: httpx.Client | None = None,
+        options: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+        api_key: str | None = None,
+        digest: str | None = None,
+        kind: str = "openai",
+    ) -> None:
+        self.kind = kind
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.options = dict(options or DEFAULT_OPTIONS)
+        self.retry = retry or RetryPolicy()
+        self._client = client or new_client(self.base_url)
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self._digest = digest
+
+    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+        url = f"{self.base_url}/v1/chat/completions"
+        body = self._body(messages, schema)
+        data, text, latency = post_json(self._client, url, body, self.retry, self._describe, _WIRE, self._headers)
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        assert isinstance(usage, dict)
+        if self._digest is None:
+            self._digest = str(data.get("system_fingerprint") or "")
+        return ChatResponse(
+            text=text,
+            latency_s=latency,
+            prompt_tokens=int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=int_or_none(usage.get("completion_tokens")),
+            model=self.model or str(data.get("model", "")),
+            digest=self._digest,
+        )
+
+    def _body(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+        name = str(schema.get("title", "answer"))
+        body: dict[str, Any] = {
+            "messages": list(messages),
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": dict(schema), "strict": True},
+            },
+            **self.options,
+        }
+        if self.model:
+            body["model"] = self.model
+        return body
+
+    def digest(self) -> str:
+        """Whatever the server reports as its fingerprint (empty until the first answer, if none)."""
+        return self._digest or ""
+
+    def _describe(self, resp: httpx.Response) -> BackendError:
+        """The error for a refused request; an API key the server echoed back is masked."""
+        err = self._status_error(resp)
+        key = (self._headers or {}).get("Authorization", "").removeprefix("Bearer ")
+        if key and key in str(err):
+            return BackendError(
+                str(err).replace(key, "[API key redacted]"),
+                url=err.url,
+                retryable=err.retryable,
+                retry_after=err.retry_after,
+            )
+        return err
+
+    def _status_error(self, resp: httpx.Response) -> BackendError:
+        hint = "set ATTEST_OPENAI_API_KEY to a key this server accepts"
+        if resp.status_code == 404:
+            url = str(resp.request.url)
+            return BackendError(
+                f"the server at {url} has no such model or route (404: {error_text(resp)}): "
+                "check --model and ATTEST_OPENAI_BASE_URL",
+                url=url,
+            )
+        return status_error(resp, str(resp.request.url), "the server", hint)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def make_openai(settings: Settings, client: httpx.Client | None = None) -> OpenAIBackend:
+    """The openai backend `settings` describe (base URL and API key from the environment)."""
+    return OpenAIBackend(
+        settings.model,
+        base_url=settings.openai_base_url,
+        client=client,
+        options=settings.options,
+        retry=settings.retry,
+        api_key=settings.openai_api_key,
+    )
