@@ -42,8 +42,7 @@ C = TypeVar("C", bound=AnyCase)
 M = TypeVar("M", bound=BaseModel)
 
 ItemId = Annotated[str, StringConstraints(pattern=r"^item-[0-9]{2}$")]
-_DEV_ONLY_FAMILIES = ("bait-", "adjacent-")
-_REACTION_FAMILIES = ("fx-", "adjacent-", "bait-", "terse-", "crossover-")
+_DEV_ONLY_FAMILIES = ("bait", "adjacent")
 
 
 class _Strict(BaseModel):
@@ -276,17 +275,20 @@ def _tags_repeated(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
 
 
 def _reaction_families(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    """A reaction id names its family: fx-* for the fixture, <family>-* for the rest."""
     for case in cases:
-        if not case.id.startswith(_REACTION_FAMILIES):
-            families = ", ".join(f"{prefix}*" for prefix in _REACTION_FAMILIES)
-            yield f"{path}: case {case.id}: field 'id': belongs to no family; start it with one of {families}"
+        prefix = "fx-" if case.family == "fixture" else f"{case.family}-"
+        if not case.id.startswith(prefix):
+            yield (
+                f"{path}: case {case.id}: field 'id': does not start with {prefix!r} for family "
+                f"'{case.family}'; rename the case or correct its family"
+            )
 
 
 def _families_in_dev(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
     for case in cases:
-        if case.id.startswith(_DEV_ONLY_FAMILIES) and case.split != "dev":
-            family = case.id.split("-", 1)[0]
-            yield f"{path}: case {case.id}: field 'split': is '{case.split}'; every {family}-* case belongs in dev"
+        if case.family in _DEV_ONLY_FAMILIES and case.split != "dev":
+            yield (f"{path}: case {case.id}: field 'split': is '{case.split}'; every {case.family} case belongs in dev")
 
 
 def _fx_pairs(fixture: _Fixture) -> dict[str, tuple[str, str]]:

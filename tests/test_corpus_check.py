@@ -104,6 +104,7 @@ def _reaction(case_id: str, split: str, persona: tuple[str, str], item: tuple[st
     return {
         "id": case_id,
         "split": split,
+        "family": "fixture" if case_id.startswith("fx-") else case_id.split("-")[0],
         "note": note,
         "persona": persona[0],
         "interests": persona[1],
@@ -119,6 +120,7 @@ def _tagging() -> list[dict[str, Any]]:
         {
             "id": f"tag-{index:02d}",
             "split": "train" if index < 5 else "dev",
+            "family": "anchor",
             "note": "the tags drift to neighbours",
             "title": "A study touching " + " and ".join(tags),
             "summary": f"Work number {index} on " + ", ".join(tags) + ".",
@@ -132,6 +134,7 @@ def _explanation(case_id: str, split: str, title: str, refuse: bool, words: list
     return {
         "id": case_id,
         "split": split,
+        "family": "refuse" if refuse else "match",
         "note": "the model invents a match" if refuse else "the explanation misses the topic",
         "interests": _CHEMIST_INTERESTS,
         "title": title,
@@ -314,17 +317,17 @@ BROKEN = [
     ),
     pytest.param(
         _trailing_comma,
-        ["reaction_cases.json: not JSON: trailing comma at line 71 column 3; fix the JSON syntax"],
+        ["reaction_cases.json: not JSON: trailing comma at line 78 column 3; fix the JSON syntax"],
         id="not-json",
     ),
     pytest.param(
         _set("reaction", "bait-01", "split", "train"),
-        ["reaction_cases.json: case bait-01: field 'split': is 'train'; every bait-* case belongs in dev"],
+        ["reaction_cases.json: case bait-01: field 'split': is 'train'; every bait case belongs in dev"],
         id="bait-in-train",
     ),
     pytest.param(
         _set("reaction", "adjacent-01", "split", "train"),
-        ["reaction_cases.json: case adjacent-01: field 'split': is 'train'; every adjacent-* case belongs in dev"],
+        ["reaction_cases.json: case adjacent-01: field 'split': is 'train'; every adjacent case belongs in dev"],
         id="adjacent-in-train",
     ),
     pytest.param(
@@ -333,11 +336,8 @@ BROKEN = [
         id="duplicate-inputs",
     ),
     pytest.param(
-        _add_copy("reaction", "terse-01", "crossover-01"),
-        [
-            "reaction_cases.json: case crossover-01: field 'persona+interests+title+summary': "
-            "same inputs as case terse-01"
-        ],
+        _add_copy("reaction", "terse-01", "terse-02"),
+        ["reaction_cases.json: case terse-02: field 'persona+interests+title+summary': same inputs as case terse-01"],
         id="duplicate-reaction-inputs",
     ),
     pytest.param(
@@ -398,8 +398,23 @@ BROKEN = [
     ),
     pytest.param(
         _set("reaction", "terse-01", "id", "hard-01"),
-        ["reaction_cases.json: case hard-01: field 'id': belongs to no family"],
-        id="reaction-id-without-family",
+        ["reaction_cases.json: case hard-01: field 'id': does not start with 'terse-' for family 'terse'"],
+        id="reaction-id-not-its-family",
+    ),
+    pytest.param(
+        _set("reaction", "terse-01", "family", "hard"),
+        ["reaction_cases.json: case terse-01: field 'family': Input should be 'fixture', 'adjacent', 'bait'"],
+        id="reaction-family-unknown",
+    ),
+    pytest.param(
+        _drop("tagging", "tag-01", "family"),
+        ["tagging_cases.json: case tag-01: field 'family': Field required"],
+        id="family-missing",
+    ),
+    pytest.param(
+        _set("explanation", "match-01", "family", "keyword-trap"),
+        ["explanation_cases.json: case match-01: field 'family': Input should be 'match', 'refuse'"],
+        id="family-of-another-task",
     ),
     pytest.param(
         _drop_label,
