@@ -30,6 +30,7 @@ from evals.cases import (
     TaggingCase,
 )
 from evals.corpus import CorpusError, read_cases, split_sha256
+from evals.words import mentions
 
 __all__ = [
     "FixtureItem",
@@ -365,13 +366,14 @@ def _mentions_match_refuse(path: Path, cases: Sequence[ExplanationCase]) -> Iter
 
 
 def _mentions_reachable(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    """Each term occurs as whole words (with the scorer's variant matching) in the interests or the item."""
     for case in cases:
-        text = " ".join((case.interests, case.title, case.summary)).casefold()
+        text = "\n".join((case.interests, case.title, case.summary))
         for index, word in enumerate(case.must_mention_any):
-            if word.casefold() not in text:
+            if not mentions(text, word):
                 yield (
                     f"{path}: case {case.id}: field 'must_mention_any.{index}': {word!r} "
-                    "appears in neither interests, title nor summary"
+                    "appears in neither interests, title nor summary as whole words; use the words they use"
                 )
 
 

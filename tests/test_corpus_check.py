@@ -308,6 +308,11 @@ BROKEN = [
         id="unreachable-must-mention",
     ),
     pytest.param(
+        _set("explanation", "match-02", "must_mention_any", ["redox"]),
+        ["explanation_cases.json: case match-02: field 'must_mention_any.0': 'redox' appears in neither"],
+        id="must-mention-only-a-substring",
+    ),
+    pytest.param(
         _flip_label,
         [
             "reaction_cases.json: case fx-chemist-item-01: field 'verdict': is true but "
@@ -466,6 +471,14 @@ def test_base_corpora_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert out.rstrip().endswith("corpus-check: clean")
     for name in ("tagging", "reaction", "explanation"):
         assert f"{name}  {tmp_path}/{name}_cases.json" in out
+
+
+def test_must_mention_terms_may_differ_in_case_plural_and_hyphenation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpora = base_corpora()
+    _set("explanation", "match-02", "must_mention_any", ["photo-redox", "C-N couplings", "c n coupling"])(corpora)
+    assert main(write_corpora(tmp_path, corpora)) == 0, capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("breaking", "expected"), BROKEN)

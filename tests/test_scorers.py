@@ -492,6 +492,32 @@ def test_a_constant_answer_scores_zero_on_every_match_case(case: ExplanationCase
     assert explanation_eval.score_one(case, _text(text))["score"] == 0.0
 
 
+@pytest.mark.parametrize(
+    ("case_id", "text"),
+    [
+        pytest.param(
+            "match-llm-judge-bias", "You evaluate LLM outputs, and judges favour their own family.", id="evaluate"
+        ),
+        pytest.param(
+            "match-sepsis-calibration", "You ask whether risk scores stay calibrated at new sites.", id="calibrated"
+        ),
+        pytest.param(
+            "match-kv-cache-quantization",
+            "You follow quantisation; this shrinks the KV cache eightfold.",
+            id="quantisation",
+        ),
+        pytest.param(
+            "match-kv-cache-quantization", "You serve LLMs, and this cuts KV cache memory.", id="kv-cache-spaced"
+        ),
+        pytest.param("match-pet-glycolysis", "You study chemical recycling of polyesters like PET.", id="pet"),
+    ],
+)
+def test_the_audits_correct_explanations_in_other_words_pass(case_id: str, text: str) -> None:
+    """Explanations the issue 15 audit found wrongly failed: the reader's own words, British spelling, spacing."""
+    case = next(c for c in explanation_eval.load_cases() if c.id == case_id)
+    assert explanation_eval.score_one(case, _text(text))["score"] == 1.0
+
+
 def test_you_will_like_this_scores_at_most_a_quarter_on_explanation_dev() -> None:
     dev = explanation_eval.load_cases(split="dev")
     scores = [explanation_eval.score_one(case, _text("You will like this."))["score"] for case in dev]
