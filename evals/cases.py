@@ -1,22 +1,55 @@
 """The corpus case models: one strict pydantic model per task.
 
 Every case has an ``id`` (unique in its file, kebab-case), a ``split`` (``train``
-or ``dev``) and a ``note`` naming the failure it targets; then the task's inputs
-and expectations.
+or ``dev``), a ``family`` (the kind of failure it belongs to, one of its task's
+families below, so reports can break scores down by family) and a ``note`` naming
+the failure it targets; then the task's inputs and expectations.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from attest.features import Tag
 
+__all__ = [
+    "EXPLANATION_FAMILIES",
+    "REACTION_FAMILIES",
+    "SPLITS",
+    "TAGGING_FAMILIES",
+    "AnyCase",
+    "CaseId",
+    "ExplanationCase",
+    "ExplanationFamily",
+    "NonEmpty",
+    "ReactionCase",
+    "ReactionFamily",
+    "Split",
+    "TaggingCase",
+    "TaggingFamily",
+]
+
 CaseId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Split = Literal["train", "dev"]
 SPLITS: tuple[Split, ...] = ("train", "dev")
+
+# Families (a case's note says which failure inside its family it targets):
+# tagging: anchor (plain on-topic item), keyword-trap (a word that names another tag), two-topic
+#   (several real topics), edge (no tag fits exactly), long-abstract (a full-length abstract);
+# reaction: fixture (fx-<persona>-<item>, from examples/flows), adjacent (the field next door, a no),
+#   bait (AI-for-science prose, a no), terse (a one-line summary), crossover (ML for chemistry, per
+#   persona), near-miss (a neighbouring field that touches a stated interest, a yes), anchor, long-abstract;
+# explanation: match, refuse (nothing shared), near-refuse (the reader's broad field, but no stated
+#   interest), oblique-match (the shared topic in other words), long-abstract.
+TaggingFamily = Literal["anchor", "keyword-trap", "two-topic", "edge", "long-abstract"]
+ReactionFamily = Literal["fixture", "adjacent", "bait", "terse", "crossover", "near-miss", "anchor", "long-abstract"]
+ExplanationFamily = Literal["match", "refuse", "near-refuse", "oblique-match", "long-abstract"]
+TAGGING_FAMILIES: tuple[TaggingFamily, ...] = get_args(TaggingFamily)
+REACTION_FAMILIES: tuple[ReactionFamily, ...] = get_args(ReactionFamily)
+EXPLANATION_FAMILIES: tuple[ExplanationFamily, ...] = get_args(ExplanationFamily)
 
 
 class _Case(BaseModel):
@@ -28,12 +61,14 @@ class _Case(BaseModel):
 
 
 class TaggingCase(_Case):
+    family: TaggingFamily
     title: NonEmpty
     summary: NonEmpty
     tags: Annotated[list[Tag], Field(min_length=1, max_length=4)]
 
 
 class ReactionCase(_Case):
+    family: ReactionFamily
     persona: NonEmpty
     interests: NonEmpty
     title: NonEmpty
@@ -42,6 +77,7 @@ class ReactionCase(_Case):
 
 
 class ExplanationCase(_Case):
+    family: ExplanationFamily
     interests: NonEmpty
     title: NonEmpty
     summary: NonEmpty

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from attest.errors import AttestError
+
 __all__ = ["CorpusError", "read_cases", "split_sha256"]
 
 C = TypeVar("C", bound=BaseModel)
@@ -35,8 +37,11 @@ _JSON_TYPES: tuple[tuple[type, str], ...] = (
 )
 
 
-class CorpusError(Exception):
-    """All problems found in one corpus file; str() is one line per problem."""
+class CorpusError(AttestError):
+    """All problems found in one corpus file; str() is one line per problem.
+
+    An AttestError, so every entry point reports a bad corpus as its problem lines, never a traceback.
+    """
 
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems: list[str] = list(problems)

@@ -1,14 +1,15 @@
 """Check the three task corpora and the flows fixture: ``python -m evals.corpus_check``.
 
 Prints a small table per corpus (cases, class balance and sha256 per split), then
-every problem found, one line each, naming the file, the case and the field.
-Exit status: 0 when clean, 1 when any problem was found.
+every problem found, one line each, naming the file, the case and the field, then
+the growth targets not yet met (evals/corpus_targets.py: sizes, readers, families
+and tags in dev) as their own labelled group; ``--skip-targets`` leaves that group out.
+Exit status: 0 when clean, 1 when any problem (or unmet target) was found.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections import Counter
@@ -19,7 +20,6 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from attest.features import TAGS
 from evals.cases import (
     SPLITS,
     AnyCase,
@@ -30,6 +30,8 @@ from evals.cases import (
     TaggingCase,
 )
 from evals.corpus import CorpusError, read_cases, split_sha256
+from evals.corpus_rules import explanation_rules, in_split, reaction_rules, tagging_rules
+from evals.corpus_targets import explanation_targets, reaction_targets, tagging_targets
 
 __all__ = [
     "FixtureItem",
@@ -42,8 +44,6 @@ C = TypeVar("C", bound=AnyCase)
 M = TypeVar("M", bound=BaseModel)
 
 ItemId = Annotated[str, StringConstraints(pattern=r"^item-[0-9]{2}$")]
-_DEV_ONLY_FAMILIES = ("bait-", "adjacent-")
-_REACTION_FAMILIES = ("fx-", "adjacent-", "bait-", "terse-", "crossover-")
 
 
 class _Strict(BaseModel):
@@ -81,6 +81,7 @@ class _Paths:
     reaction: Path
     explanation: Path
     fixture: Path
+    skip_targets: bool = False
 
     @property
     def items(self) -> Path:
@@ -106,6 +107,7 @@ class _Fixture:
 class _Report:
     tables: list[str]
     problems: list[str]
+    targets: list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     _print(report)
-    return 1 if report.problems else 0
+    return 1 if report.problems or report.targets else 0
 
 
 def _parse_args(argv: list[str] | None) -> _Paths:
@@ -131,8 +133,11 @@ def _parse_args(argv: list[str] | None) -> _Paths:
     parser.add_argument("--reaction", type=Path, default=Path("evals/reaction_cases.json"))
     parser.add_argument("--explanation", type=Path, default=Path("evals/explanation_cases.json"))
     parser.add_argument("--fixture", type=Path, default=Path("examples/flows/corpus"))
+    parser.add_argument(
+        "--skip-targets", action="store_true", help="leave out the growth targets (sizes, readers, coverage in dev)"
+    )
     args = parser.parse_args(argv)
-    return _Paths(args.tagging, args.reaction, args.explanation, args.fixture)
+    return _Paths(args.tagging, args.reaction, args.explanation, args.fixture, args.skip_targets)
 
 
 def _print(report: _Report) -> None:
@@ -140,30 +145,38 @@ def _print(report: _Report) -> None:
         print(table, end="\n\n")
     for problem in report.problems:
         print(problem)
-    count = len(report.problems)
-    print(f"corpus-check: {count} problem{'s' if count != 1 else ''}" if count else "corpus-check: clean")
+    if report.targets:
+        print(f"\ngrowth targets not met (issue 15; --skip-targets leaves them out): {len(report.targets)}")
+        for target in report.targets:
+            print(target)
+    count = len(report.problems) + len(report.targets)
+    of_them = f" ({len(report.targets)} of them growth targets)" if report.targets else ""
+    print(f"corpus-check: {count} problem{'s' if count != 1 else ''}{of_them}" if count else "corpus-check: clean")
 
 
 # --- running the checks ------------------------------------------------------------------
 
 
 def _check_all(paths: _Paths) -> _Report:
-    report = _Report(tables=[], problems=[])
+    report = _Report(tables=[], problems=[], targets=[])
     fixture = _load_fixture(paths, report.problems)
     tagging = _load(paths.tagging, TaggingCase, report.problems)
     reaction = _load(paths.reaction, ReactionCase, report.problems)
     explanation = _load(paths.explanation, ExplanationCase, report.problems)
     if tagging is not None:
         report.tables.append(_table("tagging", paths.tagging, tagging, ["tags"], _tag_count))
-        report.problems.extend(_check_tagging(paths.tagging, tagging))
+        report.problems.extend(tagging_rules(paths.tagging, tagging))
+        report.targets.extend([] if paths.skip_targets else tagging_targets(paths.tagging, tagging))
     if reaction is not None:
         report.tables.append(_table("reaction", paths.reaction, reaction, _bool_headers("verdict"), _verdicts))
-        report.problems.extend(_check_reaction(paths.reaction, reaction))
+        report.problems.extend(reaction_rules(paths.reaction, reaction))
         if fixture is not None:
             report.problems.extend(_check_fx(paths, reaction, fixture))
+        report.targets.extend([] if paths.skip_targets else reaction_targets(paths.reaction, reaction))
     if explanation is not None:
         report.tables.append(_table("explanation", paths.explanation, explanation, _bool_headers("refuse"), _refusals))
-        report.problems.extend(_check_explanation(paths.explanation, explanation))
+        report.problems.extend(explanation_rules(paths.explanation, explanation))
+        report.targets.extend([] if paths.skip_targets else explanation_targets(paths.explanation, explanation))
     return report
 
 
@@ -189,21 +202,6 @@ def _load_fixture(paths: _Paths, problems: list[str]) -> _Fixture | None:
     )
 
 
-def _check_tagging(path: Path, cases: list[TaggingCase]) -> Iterator[str]:
-    yield from _splits_present(path, cases)
-    yield from _tags_used(path, cases)
-    yield from _tags_repeated(path, cases)
-    yield from _duplicate_inputs(path, cases, ("title", "summary"))
-
-
-def _check_reaction(path: Path, cases: list[ReactionCase]) -> Iterator[str]:
-    yield from _splits_present(path, cases)
-    yield from _both_classes(path, cases, "verdict", lambda case: case.verdict)
-    yield from _duplicate_inputs(path, cases, ("persona", "interests", "title", "summary"))
-    yield from _reaction_families(path, cases)
-    yield from _families_in_dev(path, cases)
-
-
 def _check_fx(paths: _Paths, cases: list[ReactionCase], fixture: _Fixture) -> Iterator[str]:
     expected = _fx_pairs(fixture)
     yield from _fx_ids_known(paths.reaction, cases, expected)
@@ -211,82 +209,6 @@ def _check_fx(paths: _Paths, cases: list[ReactionCase], fixture: _Fixture) -> It
     for case in cases:
         if case.id in expected:
             yield from _fx_matches(paths, case, fixture, expected[case.id])
-
-
-def _check_explanation(path: Path, cases: list[ExplanationCase]) -> Iterator[str]:
-    yield from _splits_present(path, cases)
-    yield from _both_classes(path, cases, "refuse", lambda case: case.refuse)
-    yield from _duplicate_inputs(path, cases, ("interests", "title", "summary"))
-    yield from _mentions_match_refuse(path, cases)
-    yield from _mentions_reachable(path, cases)
-    yield from _refusals_in_dev(path, cases)
-
-
-# --- rules shared by every corpus --------------------------------------------------------
-
-
-def _in_split(cases: Sequence[C], split: str) -> list[C]:
-    return [case for case in cases if case.split == split]
-
-
-def _splits_present(path: Path, cases: Sequence[AnyCase]) -> Iterator[str]:
-    for split in SPLITS:
-        if not _in_split(cases, split):
-            yield f"{path}: field 'split': no case in '{split}'; put some cases in {split}"
-
-
-def _both_classes(path: Path, cases: Sequence[C], field: str, value: Callable[[C], bool]) -> Iterator[str]:
-    for split in SPLITS:
-        group = _in_split(cases, split)
-        for wanted in (True, False):
-            if group and not any(value(case) is wanted for case in group):
-                yield (
-                    f"{path}: field '{field}': split '{split}' has no case with {field} {str(wanted).lower()}; add one"
-                )
-
-
-def _duplicate_inputs(path: Path, cases: Sequence[AnyCase], fields: tuple[str, ...]) -> Iterator[str]:
-    seen: dict[tuple[str, ...], str] = {}
-    for case in cases:
-        key = tuple(" ".join(str(getattr(case, name)).casefold().split()) for name in fields)
-        if key in seen:
-            yield f"{path}: case {case.id}: field '{'+'.join(fields)}': same inputs as case {seen[key]}"
-        else:
-            seen[key] = case.id
-
-
-# --- tagging -----------------------------------------------------------------------------
-
-
-def _tags_used(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
-    used = {tag for case in cases for tag in case.tags}
-    for tag in TAGS:
-        if tag not in used:
-            yield f"{path}: field 'tags': tag '{tag}' is used by no case; add a case that carries it"
-
-
-def _tags_repeated(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
-    for case in cases:
-        for tag, count in Counter(case.tags).items():
-            if count > 1:
-                yield f"{path}: case {case.id}: field 'tags': '{tag}' is listed {count} times"
-
-
-# --- reaction ----------------------------------------------------------------------------
-
-
-def _reaction_families(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
-    for case in cases:
-        if not case.id.startswith(_REACTION_FAMILIES):
-            families = ", ".join(f"{prefix}*" for prefix in _REACTION_FAMILIES)
-            yield f"{path}: case {case.id}: field 'id': belongs to no family; start it with one of {families}"
-
-
-def _families_in_dev(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
-    for case in cases:
-        if case.id.startswith(_DEV_ONLY_FAMILIES) and case.split != "dev":
-            family = case.id.split("-", 1)[0]
-            yield f"{path}: case {case.id}: field 'split': is '{case.split}'; every {family}-* case belongs in dev"
 
 
 def _fx_pairs(fixture: _Fixture) -> dict[str, tuple[str, str]]:
@@ -348,42 +270,6 @@ def _label_coverage(
         yield f"{path}: label {persona}/{item}: missing; label every item x persona pair once"
 
 
-# --- explanation -------------------------------------------------------------------------
-
-
-def _mentions_match_refuse(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
-    for case in cases:
-        if case.refuse and case.must_mention_any:
-            yield f"{path}: case {case.id}: field 'must_mention_any': must be empty when refuse is true"
-        if not case.refuse and not case.must_mention_any:
-            yield (
-                f"{path}: case {case.id}: field 'must_mention_any': is empty but refuse is false; "
-                "list the topic words a correct explanation names"
-            )
-
-
-def _mentions_reachable(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
-    for case in cases:
-        text = " ".join((case.interests, case.title, case.summary)).casefold()
-        for index, word in enumerate(case.must_mention_any):
-            if word.casefold() not in text:
-                yield (
-                    f"{path}: case {case.id}: field 'must_mention_any.{index}': {word!r} "
-                    "appears in neither interests, title nor summary"
-                )
-
-
-def _refusals_in_dev(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
-    refusals = [case for case in cases if case.refuse]
-    in_dev = len(_in_split(refusals, "dev"))
-    needed = math.ceil(len(refusals) / 2)
-    if in_dev < needed:
-        yield (
-            f"{path}: field 'split': dev holds {in_dev} of {len(refusals)} refusals; "
-            f"move {needed - in_dev} more refusal case(s) to dev"
-        )
-
-
 # --- the table ---------------------------------------------------------------------------
 
 
@@ -414,7 +300,7 @@ def _table(
     headers: list[str],
     classes: Callable[[Sequence[C]], list[str]],
 ) -> str:
-    groups = [(split, _in_split(cases, split)) for split in SPLITS] + [("all", cases)]
+    groups = [(split, in_split(cases, split)) for split in SPLITS] + [("all", cases)]
     rows = [["split", "cases", *headers, "sha256"]]
     rows += [[split, str(len(group)), *classes(group), split_sha256(group)[:12]] for split, group in groups]
     return f"{name}  {path}\n" + _aligned(rows)

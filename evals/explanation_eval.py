@@ -1,5 +1,18 @@
 """The explanation eval: the exact refusal when nothing matches; otherwise a short
-sentence to "you" that names a shared topic, with no preamble."""
+sentence to "you" that names a shared topic, with no preamble.
+
+Each branch has one required check, worth GATE, and refinements that share the rest:
+
+- a match case requires a non-refusal that names one of `must_mention_any` (whole
+  words, up to spelling variants, plural and hyphenation: evals/words.py); without
+  it the answer scores 0 however well it is phrased. Under fifteen words, "you" and
+  no preamble then each earn a third of the remaining credit;
+- a refuse case requires a refusal; the exact mandated wording earns the rest.
+
+A refusal is the mandated sentence or a near miss of it (another case, no full stop,
+extra words around "outside your stated interests"): it counts as refusing, so it is
+wrong on a match case and loses only the exact-wording credit on a refuse case.
+"""
 
 from __future__ import annotations
 
@@ -15,60 +28,75 @@ from evals.cases import ExplanationCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
 from evals.scoring import parse_or_error
 from evals.tagging_eval import gate
+from evals.words import mentions, words
 
-__all__ = ["TASK", "dspy_fields", "evaluate", "gate", "load_cases", "score_one", "to_dspy_example"]
+__all__ = ["TASK", "dspy_fields", "evaluate", "gate", "is_refusal", "load_cases", "score_one", "to_dspy_example"]
 
 CORPUS = Path(__file__).with_name("explanation_cases.json")
+GATE = 0.5  # credit for the required check; the refinements share the other half
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
-_YOU = re.compile(r"\byou(r|rs)?\b", re.IGNORECASE)
+_YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'ll|'d)?\b", re.IGNORECASE)
+# over canonical words (evals/words.py): "outside" is "outsid", "interests" is "interest"
+_REFUSING = re.compile(r"\boutsid (?:of )?(?:your |the reader s )?(?:stated )?interest\b")
 
 
 def render(case: ExplanationCase) -> list[Message]:
     return explanation_messages(case.interests, case.title, case.summary)
 
 
+def is_refusal(text: str) -> bool:
+    """The mandated refusal or a near miss of it: 'outside (of) your (stated) interests' anywhere, any case."""
+    return bool(_REFUSING.search(" ".join(words(text))))
+
+
 def score_one(case: ExplanationCase, out: str) -> dict[str, Any]:
-    """Refusal cases: 1 only for the exact refusal. Others: the share of the four checks passed."""
+    """A refusal (exact for full credit) on refuse cases; on match cases a named shared topic, then refinements."""
     parsed, why = parse_or_error(out, Explanation)
     if parsed is None:
         return {"id": case.id, "score": 0.0, "errors": [why], "refused": None}
     assert isinstance(parsed, Explanation)
     text = parsed.text.strip()
-    refused = text == REFUSAL
+    refused = is_refusal(text)
     if case.refuse:
-        errors = (
-            [] if refused else [f"no stated interest matches, so the answer must be exactly {REFUSAL!r}; got {text!r}"]
-        )
-        return {"id": case.id, "score": float(refused), "errors": errors, "refused": refused}
+        return {"id": case.id, **_score_refuse_case(text, refused), "refused": refused}
     if refused:
-        return {
-            "id": case.id,
-            "score": 0.0,
-            "errors": [f"refused, but the item shares {case.must_mention_any}"],
-            "refused": True,
-        }
-    errors = _explanation_errors(case, text)
-    return {"id": case.id, "score": 1.0 - len(errors) / 4, "errors": errors, "refused": False}
+        error = f"refused ({text!r}), but the item shares {case.must_mention_any}"
+        return {"id": case.id, "score": 0.0, "errors": [error], "refused": True}
+    return {"id": case.id, **_score_match_case(case, text), "refused": False}
 
 
-def _explanation_errors(case: ExplanationCase, text: str) -> list[str]:
-    lowered = text.lower()
+def _score_refuse_case(text: str, refused: bool) -> dict[str, Any]:
+    if not refused:
+        error = f"no stated interest matches, so the answer must be exactly {REFUSAL!r}; got {text!r}"
+        return {"score": 0.0, "errors": [error]}
+    if text != REFUSAL:
+        error = f"refused in other words: the answer must be exactly {REFUSAL!r}; got {text!r}"
+        return {"score": GATE, "errors": [error]}
+    return {"score": 1.0, "errors": []}
+
+
+def _score_match_case(case: ExplanationCase, text: str) -> dict[str, Any]:
+    if not any(mentions(text, term) for term in case.must_mention_any):
+        return {"score": 0.0, "errors": [f"names none of the shared topics {case.must_mention_any}"]}
+    errors = _refinement_errors(text)
+    return {"score": 1.0 - (1.0 - GATE) * len(errors) / 3, "errors": errors}
+
+
+def _refinement_errors(text: str) -> list[str]:
     errors = []
-    if not any(word.lower() in lowered for word in case.must_mention_any):
-        errors.append(f"names none of the shared topics {case.must_mention_any}")
-    words = len(text.split())
-    if words >= MAX_WORDS:
-        errors.append(f"{words} words; it must be under {MAX_WORDS}")
+    count = len(text.split())
+    if count >= MAX_WORDS:
+        errors.append(f"{count} words; it must be under {MAX_WORDS}")
     if not _YOU.search(text):
         errors.append('does not address the reader as "you"')
-    if lowered.startswith(PREAMBLES):
-        errors.append(f"opens with a preamble ({text.split()[0]} {text.split()[1]} ...); start with the reason")
+    if text.lower().startswith(PREAMBLES):
+        errors.append(f"opens with a preamble ({' '.join(text.split()[:2])} ...); start with the reason")
     return errors
 
 
 def summarise(cases: Sequence[ExplanationCase], results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """How often the model refused where it should and where it should not."""
+    """How often the model refused where it should and where it should not (near-miss refusals count)."""
     must = {c.id: c.refuse for c in cases}
     refused = [r for r in results if r.get("refused") is not None]
     return {

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-_SCORING = Path(__file__).with_name("scoring.py")
+_SHARED_SCORING = tuple(Path(__file__).with_name(name) for name in ("scoring.py", "words.py"))
 
 
 def sha256_text(text: str) -> str:
@@ -55,11 +55,11 @@ def system_prompts(requests: Sequence[Sequence[Mapping[str, str]]]) -> dict[str,
 
 
 def scorer_fingerprint(score_one: object) -> str:
-    """sha256 of the source of the module defining `score_one`, plus the shared scoring helpers."""
+    """sha256 of the source of the module defining `score_one`, plus the shared scoring helpers it uses."""
     module = inspect.getmodule(score_one)
     files = [Path(module.__file__)] if module is not None and module.__file__ else []
     digest = hashlib.sha256()
-    for path in [*files, _SCORING]:
+    for path in [*files, *_SHARED_SCORING]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -14,7 +14,7 @@ from attest.simulate import Reaction, reaction_messages
 from evals import execute, pipeline
 from evals.cases import ReactionCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
-from evals.scoring import parse_or_error, title_words
+from evals.scoring import names_item, parse_or_error
 from evals.tagging_eval import gate
 
 __all__ = [
@@ -46,10 +46,10 @@ def score_one(case: ReactionCase, out: str) -> dict[str, Any]:
     errors = []
     if parsed.verdict != case.verdict:
         errors.append(f"verdict {parsed.verdict} but this persona would {'read' if case.verdict else 'skip'} the item")
-    names_item = bool(title_words(case.title) & title_words(parsed.reasoning))
-    if not names_item:
-        errors.append("the reasoning does not name the item: it mentions no word of the title")
-    score = 0.0 if parsed.verdict != case.verdict else (1.0 if names_item else UNREASONED)
+    named = names_item(case.title, parsed.reasoning)
+    if not named:
+        errors.append("the reasoning does not name the item: it mentions no content word of the title")
+    score = 0.0 if parsed.verdict != case.verdict else (1.0 if named else UNREASONED)
     return {"id": case.id, "score": score, "errors": errors, "verdict": parsed.verdict, "confidence": parsed.confidence}
 
 
@@ -93,14 +93,28 @@ def score_verdicts(labels: Sequence[bool], verdicts: Sequence[bool], confidences
 
 
 def summarise(cases: Sequence[ReactionCase], results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The verdict metrics over the valid answers, and the confidence histogram by verdict."""
+    """The verdict metrics over every answer, and the confidence histogram by verdict.
+
+    An invalid answer counts as the wrong verdict (a false negative on a positive
+    case, a false positive on a negative one), so failing to answer never raises
+    precision or recall. The confidence AUC ranks only the answers that carry a
+    confidence; the histogram counts them too, and `invalid` says how many did not.
+    """
     label = {c.id: c.verdict for c in cases}
+    labels = [label[r["id"]] for r in results]
+    verdicts = [r["verdict"] if r.get("verdict") is not None else not y for r, y in zip(results, labels, strict=True)]
     valid = [r for r in results if r.get("verdict") is not None]
-    metrics = score_verdicts(
+    metrics = score_verdicts(labels, verdicts, [r.get("confidence") or 1 for r in results])
+    on_valid = score_verdicts(
         [label[r["id"]] for r in valid], [r["verdict"] for r in valid], [r["confidence"] for r in valid]
     )
     histogram = Counter(f"{'yes' if r['verdict'] else 'no'}-{r['confidence']}" for r in valid)
-    return {**metrics, "invalid": len(results) - len(valid), "confidence_histogram": dict(sorted(histogram.items()))}
+    return {
+        **metrics,
+        "auc_confidence": on_valid["auc_confidence"],
+        "invalid": len(results) - len(valid),
+        "confidence_histogram": dict(sorted(histogram.items())),
+    }
 
 
 TASK = pipeline.Task("reaction", ReactionCase, Reaction, CORPUS, render, score_one, summarise)

@@ -1,34 +1,13 @@
-"""Small pure helpers the three scorers share."""
+"""Small pure helpers the three scorers share; word matching lives in evals/words.py."""
 
 from __future__ import annotations
-
-import re
 
 from pydantic import BaseModel
 
 from attest.answers import ModelOutputError, parse_answer
+from evals.words import content_words
 
-__all__ = ["parse_or_error", "title_words"]
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9-]{3,}")
-_COMMON = frozenset(
-    [
-        "with",
-        "from",
-        "into",
-        "that",
-        "this",
-        "their",
-        "using",
-        "based",
-        "toward",
-        "towards",
-        "over",
-        "under",
-        "between",
-        "among",
-    ]
-)
+__all__ = ["names_item", "parse_or_error"]
 
 
 def parse_or_error(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
@@ -39,6 +18,6 @@ def parse_or_error(text: str, model: type[BaseModel]) -> tuple[BaseModel | None,
         return None, exc.reason
 
 
-def title_words(title: str) -> set[str]:
-    """The title's distinctive lower-case words (four letters or more, not filler)."""
-    return {w.strip("-") for w in _WORD.findall(title.lower())} - _COMMON
+def names_item(title: str, text: str) -> bool:
+    """Whether `text` names a content word of `title` (compounds split, stop words and filler ignored)."""
+    return bool(content_words(title) & content_words(text))

@@ -165,10 +165,22 @@ def test_backend_identity_carries_model_digest_options(change: dict[str, Any]) -
 def test_case_id_split_and_note_are_not_in_the_key() -> None:
     """Two cases asking the same thing share one cached answer."""
     one = TaggingCase(
-        id="mof-protons", split="train", note="one", title=TITLE, summary=SUMMARY, tags=["materials-science"]
+        id="mof-protons",
+        split="train",
+        family="anchor",
+        note="one",
+        title=TITLE,
+        summary=SUMMARY,
+        tags=["materials-science"],
     )
     two = TaggingCase(
-        id="mof-protons-dev", split="dev", note="two", title=TITLE, summary=SUMMARY, tags=["spectroscopy"]
+        id="mof-protons-dev",
+        split="dev",
+        family="anchor",
+        note="two",
+        title=TITLE,
+        summary=SUMMARY,
+        tags=["spectroscopy"],
     )
     a, b = plan(tagging_eval.TASK, [one, two], Identity.of(StubBackend()), 1)
     assert a.key == b.key

@@ -7,6 +7,7 @@ passes the check, then breaks one rule per variant and asserts the exact problem
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ from evals import corpus_check
 from evals.cases import SPLITS, ExplanationCase, ReactionCase, TaggingCase
 from evals.corpus import read_cases, split_sha256
 from evals.corpus_check import FixtureItem, FixtureLabel, FixturePersona, main
+from evals.corpus_targets import Targets, explanation_targets, reaction_targets, tagging_targets
 
 REPO = Path(__file__).resolve().parents[1]
 Corpora = dict[str, Any]
@@ -81,9 +83,15 @@ def test_real_fixture_has_the_documented_size() -> None:
 
 
 def test_corpus_check_module_passes_on_the_real_files() -> None:
+    """The structural rules hold today; the growth targets wait for the new cases (see corpus_targets)."""
     env = {**os.environ, "PYTHONPATH": "src:."}
     done = subprocess.run(
-        [sys.executable, "-m", "evals.corpus_check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "evals.corpus_check", "--skip-targets"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "corpus-check: clean" in done.stdout
@@ -97,6 +105,7 @@ _ML = "An ML engineer who trains and serves language models in production."
 _ML_INTERESTS = "I follow language model training, evaluation and inference efficiency."
 _ITEM_1 = ("Room-temperature nickel catalysis for C-N coupling", "Aryl chlorides couple with amines at 25 C.")
 _ITEM_2 = ("Sparse mixture-of-experts scaling laws", "Loss follows a power law in active parameters.")
+_ITEM_3 = ("Conformal intervals for LLM judges", "Split conformal prediction bounds judge error on 2,000 items.")
 
 
 def _reaction(case_id: str, split: str, persona: tuple[str, str], item: tuple[str, str], verdict: bool) -> Any:
@@ -104,6 +113,7 @@ def _reaction(case_id: str, split: str, persona: tuple[str, str], item: tuple[st
     return {
         "id": case_id,
         "split": split,
+        "family": "fixture" if case_id.startswith("fx-") else case_id.split("-")[0],
         "note": note,
         "persona": persona[0],
         "interests": persona[1],
@@ -119,6 +129,7 @@ def _tagging() -> list[dict[str, Any]]:
         {
             "id": f"tag-{index:02d}",
             "split": "train" if index < 5 else "dev",
+            "family": "anchor",
             "note": "the tags drift to neighbours",
             "title": "A study touching " + " and ".join(tags),
             "summary": f"Work number {index} on " + ", ".join(tags) + ".",
@@ -132,10 +143,11 @@ def _explanation(case_id: str, split: str, title: str, refuse: bool, words: list
     return {
         "id": case_id,
         "split": split,
+        "family": "refuse" if refuse else "match",
         "note": "the model invents a match" if refuse else "the explanation misses the topic",
         "interests": _CHEMIST_INTERESTS,
         "title": title,
-        "summary": "A short abstract.",
+        "summary": f"A short abstract of {title.lower()}.",
         "refuse": refuse,
         "must_mention_any": words,
     }
@@ -158,8 +170,8 @@ def base_corpora() -> Corpora:
         ],
         "reaction": [
             _reaction("fx-chemist-item-01", "train", chemist, _ITEM_1, True),
-            _reaction("fx-chemist-item-02", "train", chemist, _ITEM_2, False),
-            _reaction("fx-ml-engineer-item-01", "dev", ml, _ITEM_1, False),
+            _reaction("fx-chemist-item-02", "dev", chemist, _ITEM_2, False),
+            _reaction("fx-ml-engineer-item-01", "train", ml, _ITEM_1, False),
             _reaction("fx-ml-engineer-item-02", "dev", ml, _ITEM_2, True),
             _reaction("bait-01", "dev", chemist, ("AI accelerates science", "Agents will transform labs."), False),
             _reaction("adjacent-01", "dev", ml, ("Bayesian hierarchical models", "Partial pooling of groups."), False),
@@ -197,6 +209,7 @@ def write_corpora(root: Path, corpora: Corpora) -> list[str]:
         *("--reaction", str(root / _FILES["reaction"])),
         *("--explanation", str(root / _FILES["explanation"])),
         *("--fixture", str(root / "corpus")),
+        "--skip-targets",  # a small corpus meets no growth target; tests of the targets drop this
     ]
 
 
@@ -236,6 +249,25 @@ def _add_copy(key: str, case_id: str, new_id: str) -> Callable[[Corpora], None]:
         corpora[key].append({**_case(corpora, key, case_id), "id": new_id})
 
     return edit
+
+
+def _both(*edits: Callable[[Corpora], None]) -> Callable[[Corpora], None]:
+    def edit(corpora: Corpora) -> None:
+        for one in edits:
+            one(corpora)
+
+    return edit
+
+
+def _copy_field(key: str, source: str, target: str, field: str) -> Callable[[Corpora], None]:
+    def edit(corpora: Corpora) -> None:
+        _case(corpora, key, target)[field] = _case(corpora, key, source)[field]
+
+    return edit
+
+
+def _add_case(key: str, case: dict[str, Any]) -> Callable[[Corpora], None]:
+    return lambda corpora: corpora[key].append(case)
 
 
 def _label_twice(corpora: Corpora) -> None:
@@ -305,6 +337,11 @@ BROKEN = [
         id="unreachable-must-mention",
     ),
     pytest.param(
+        _set("explanation", "match-02", "must_mention_any", ["redox"]),
+        ["explanation_cases.json: case match-02: field 'must_mention_any.0': 'redox' appears in neither"],
+        id="must-mention-only-a-substring",
+    ),
+    pytest.param(
         _flip_label,
         [
             "reaction_cases.json: case fx-chemist-item-01: field 'verdict': is true but "
@@ -314,17 +351,17 @@ BROKEN = [
     ),
     pytest.param(
         _trailing_comma,
-        ["reaction_cases.json: not JSON: trailing comma at line 71 column 3; fix the JSON syntax"],
+        ["reaction_cases.json: not JSON: trailing comma at line 78 column 3; fix the JSON syntax"],
         id="not-json",
     ),
     pytest.param(
         _set("reaction", "bait-01", "split", "train"),
-        ["reaction_cases.json: case bait-01: field 'split': is 'train'; every bait-* case belongs in dev"],
+        ["reaction_cases.json: case bait-01: field 'split': is 'train'; every bait case belongs in dev"],
         id="bait-in-train",
     ),
     pytest.param(
         _set("reaction", "adjacent-01", "split", "train"),
-        ["reaction_cases.json: case adjacent-01: field 'split': is 'train'; every adjacent-* case belongs in dev"],
+        ["reaction_cases.json: case adjacent-01: field 'split': is 'train'; every adjacent case belongs in dev"],
         id="adjacent-in-train",
     ),
     pytest.param(
@@ -333,11 +370,8 @@ BROKEN = [
         id="duplicate-inputs",
     ),
     pytest.param(
-        _add_copy("reaction", "terse-01", "crossover-01"),
-        [
-            "reaction_cases.json: case crossover-01: field 'persona+interests+title+summary': "
-            "same inputs as case terse-01"
-        ],
+        _add_copy("reaction", "terse-01", "terse-02"),
+        ["reaction_cases.json: case terse-02: field 'persona+interests+title+summary': same inputs as case terse-01"],
         id="duplicate-reaction-inputs",
     ),
     pytest.param(
@@ -346,9 +380,43 @@ BROKEN = [
         id="duplicate-explanation-inputs",
     ),
     pytest.param(
-        _set("reaction", "fx-chemist-item-02", "split", "dev"),
+        _both(
+            _set("reaction", "fx-chemist-item-01", "split", "dev"),
+            _set("reaction", "fx-ml-engineer-item-01", "split", "dev"),
+        ),
         ["reaction_cases.json: field 'verdict': split 'train' has no case with verdict false; add one"],
         id="verdict-class-missing-in-split",
+    ),
+    pytest.param(
+        _set("reaction", "fx-chemist-item-02", "split", "train"),
+        [
+            "reaction_cases.json: case fx-ml-engineer-item-02: field 'title+summary': the same item is in train "
+            "as case fx-chemist-item-02; put every case of one item in one split"
+        ],
+        id="reaction-item-in-both-splits",
+    ),
+    pytest.param(
+        _copy_field("tagging", "tag-00", "tag-05", "title"),
+        ["tagging_cases.json: case tag-05: field 'title': the same item is in train as case tag-00"],
+        id="tagging-title-in-both-splits",
+    ),
+    pytest.param(
+        _copy_field("explanation", "refuse-01", "refuse-02", "summary"),
+        ["explanation_cases.json: case refuse-02: field 'summary': the same item is in train as case refuse-01"],
+        id="explanation-summary-in-both-splits",
+    ),
+    pytest.param(
+        _add_case(
+            "reaction",
+            {**_reaction("near-miss-01", "dev", (_ML, _ML_INTERESTS), _ITEM_3, False), "family": "near-miss"},
+        ),
+        ["reaction_cases.json: case near-miss-01: field 'verdict': is false, but near-miss cases are"],
+        id="near-miss-negative",
+    ),
+    pytest.param(
+        _set("reaction", "adjacent-01", "verdict", True),
+        ["reaction_cases.json: case adjacent-01: field 'verdict': is true, but adjacent cases are"],
+        id="adjacent-positive",
     ),
     pytest.param(
         _label_twice,
@@ -379,8 +447,8 @@ BROKEN = [
         id="fx-text-differs",
     ),
     pytest.param(
-        _remove("reaction", "fx-ml-engineer-item-01"),
-        ["reaction_cases.json: case fx-ml-engineer-item-01: missing; every fixture persona x item pair"],
+        _remove("reaction", "fx-chemist-item-02"),
+        ["reaction_cases.json: case fx-chemist-item-02: missing; every fixture persona x item pair"],
         id="fx-pair-missing",
     ),
     pytest.param(
@@ -398,8 +466,23 @@ BROKEN = [
     ),
     pytest.param(
         _set("reaction", "terse-01", "id", "hard-01"),
-        ["reaction_cases.json: case hard-01: field 'id': belongs to no family"],
-        id="reaction-id-without-family",
+        ["reaction_cases.json: case hard-01: field 'id': does not start with 'terse-' for family 'terse'"],
+        id="reaction-id-not-its-family",
+    ),
+    pytest.param(
+        _set("reaction", "terse-01", "family", "hard"),
+        ["reaction_cases.json: case terse-01: field 'family': Input should be 'fixture', 'adjacent', 'bait'"],
+        id="reaction-family-unknown",
+    ),
+    pytest.param(
+        _drop("tagging", "tag-01", "family"),
+        ["tagging_cases.json: case tag-01: field 'family': Field required"],
+        id="family-missing",
+    ),
+    pytest.param(
+        _set("explanation", "match-01", "family", "keyword-trap"),
+        ["explanation_cases.json: case match-01: field 'family': Input should be 'match', 'refuse'"],
+        id="family-of-another-task",
     ),
     pytest.param(
         _drop_label,
@@ -451,6 +534,14 @@ def test_base_corpora_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert out.rstrip().endswith("corpus-check: clean")
     for name in ("tagging", "reaction", "explanation"):
         assert f"{name}  {tmp_path}/{name}_cases.json" in out
+
+
+def test_must_mention_terms_may_differ_in_case_plural_and_hyphenation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpora = base_corpora()
+    _set("explanation", "match-02", "must_mention_any", ["photo-redox", "C-N couplings", "c n coupling"])(corpora)
+    assert main(write_corpora(tmp_path, corpora)) == 0, capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("breaking", "expected"), BROKEN)
@@ -514,3 +605,148 @@ def test_internal_error_is_one_line_unless_debug(
     monkeypatch.setenv("ATTEST_DEBUG", "1")
     with pytest.raises(RuntimeError, match="disk on fire"):
         main(argv)
+
+
+# --- (c) the growth targets: one labelled group, one line per unmet target ---------------
+
+SMALL = Targets(
+    tagging=(7, 2), reaction=(7, 4), explanation=(5, 3), dev_refusals=2, readers=2, hard_family=0, tag_in_dev=0
+)
+TargetCheck = Callable[[Path, Any, Targets], Any]
+
+
+def _written(tmp_path: Path, key: str, model: type[BaseModel]) -> tuple[Path, list[Any]]:
+    write_corpora(tmp_path, base_corpora())
+    path = tmp_path / _FILES[key]
+    return path, read_cases(path, model)
+
+
+@pytest.mark.parametrize(
+    ("check", "key", "model", "targets", "expected"),
+    [
+        pytest.param(
+            explanation_targets,
+            "explanation",
+            ExplanationCase,
+            dataclasses.replace(SMALL, explanation=(6, 4)),
+            [
+                "explanation_cases.json: field 'id': 5 cases, below the target of 6; add 1",
+                "explanation_cases.json: field 'split': 3 dev cases, below the target of 4; add 1 to dev",
+            ],
+            id="explanation-sizes",
+        ),
+        pytest.param(
+            explanation_targets,
+            "explanation",
+            ExplanationCase,
+            dataclasses.replace(SMALL, dev_refusals=3),
+            ["explanation_cases.json: field 'refuse': dev holds 2 refusal case(s), below the target of 3; add 1"],
+            id="dev-refusals",
+        ),
+        pytest.param(
+            reaction_targets,
+            "reaction",
+            ReactionCase,
+            dataclasses.replace(SMALL, reaction=(8, 5)),
+            [
+                "reaction_cases.json: field 'id': 7 cases, below the target of 8; add 1",
+                "reaction_cases.json: field 'split': 4 dev cases, below the target of 5; add 1 to dev",
+            ],
+            id="reaction-sizes",
+        ),
+        pytest.param(
+            reaction_targets,
+            "reaction",
+            ReactionCase,
+            dataclasses.replace(SMALL, readers=3),
+            ["reaction_cases.json: field 'persona': 2 distinct reader(s), below the target of 3; add cases for 1 more"],
+            id="readers",
+        ),
+        pytest.param(
+            reaction_targets,
+            "reaction",
+            ReactionCase,
+            dataclasses.replace(SMALL, hard_family=1),
+            [
+                "reaction_cases.json: field 'family': family 'crossover' has 0 case(s), below the target of 1; add 1",
+                "reaction_cases.json: field 'family': family 'near-miss' has 0 case(s), below the target of 1; add 1",
+            ],
+            id="hard-family-sizes",
+        ),
+        pytest.param(
+            tagging_targets,
+            "tagging",
+            TaggingCase,
+            dataclasses.replace(SMALL, tagging=(8, 3)),
+            [
+                "tagging_cases.json: field 'id': 7 cases, below the target of 8; add 1",
+                "tagging_cases.json: field 'split': 2 dev cases, below the target of 3; add 1 to dev",
+            ],
+            id="tagging-sizes",
+        ),
+        pytest.param(
+            tagging_targets,
+            "tagging",
+            TaggingCase,
+            dataclasses.replace(SMALL, tag_in_dev=1),
+            [
+                f"tagging_cases.json: field 'tags': tag '{tag}' is gold in 0 dev case(s), below the target of 1; add 1"
+                for tag in TAGS[:20]
+            ],
+            id="tag-coverage-in-dev",
+        ),
+    ],
+)
+def test_each_unmet_target_gives_its_line(
+    tmp_path: Path, check: TargetCheck, key: str, model: type[BaseModel], targets: Targets, expected: list[str]
+) -> None:
+    """Against SMALL the base meets every size; raising one target by one gives exactly its lines."""
+    path, cases = _written(tmp_path, key, model)
+    met = set(check(path, cases, SMALL))
+    lines = [line for line in check(path, cases, targets) if line not in met]
+    assert len(lines) == len(expected), lines
+    for wanted in expected:
+        assert any(line.startswith(f"{tmp_path}/{wanted}") for line in lines), (wanted, lines)
+
+
+@pytest.mark.parametrize(
+    ("check", "key", "model", "missing"),
+    [
+        pytest.param(tagging_targets, "tagging", TaggingCase, ["keyword-trap", "two-topic", "edge", "long-abstract"]),
+        pytest.param(
+            reaction_targets, "reaction", ReactionCase, ["terse", "crossover", "near-miss", "anchor", "long-abstract"]
+        ),
+        pytest.param(
+            explanation_targets, "explanation", ExplanationCase, ["near-refuse", "oblique-match", "long-abstract"]
+        ),
+    ],
+)
+def test_every_family_of_the_task_must_be_in_dev(
+    tmp_path: Path, check: TargetCheck, key: str, model: type[BaseModel], missing: list[str]
+) -> None:
+    path, cases = _written(tmp_path, key, model)
+    lines = list(check(path, cases, SMALL))
+    assert lines == [
+        f"{path}: field 'family': no dev case of family '{family}'; add dev cases of that family" for family in missing
+    ]
+
+
+def test_growth_targets_are_one_labelled_group_after_the_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpora = base_corpora()
+    _set("reaction", "bait-01", "split", "train")(corpora)  # one structural problem as well
+    argv = [arg for arg in write_corpora(tmp_path, corpora) if arg != "--skip-targets"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    before, heading, after = out.partition("growth targets not met (issue 15; --skip-targets leaves them out): ")
+    assert heading, out
+    assert problem_lines(before, tmp_path) == [
+        f"{tmp_path}/reaction_cases.json: case bait-01: field 'split': is 'train'; every bait case belongs in dev"
+    ]
+    targets = problem_lines(after, tmp_path)
+    assert int(after.split("\n", 1)[0]) == len(targets) > 20
+    assert f"{tmp_path}/reaction_cases.json: field 'id': 7 cases, below the target of 220; add 213" in targets
+    assert out.rstrip().endswith(f"corpus-check: {len(targets) + 1} problems ({len(targets)} of them growth targets)")
+    assert main([*argv, "--skip-targets"]) == 1
+    assert "growth targets" not in capsys.readouterr().out

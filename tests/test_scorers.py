@@ -17,6 +17,7 @@ from evals.pipeline import CaseResult, EvalResult
 TAG_CASE = TaggingCase(
     id="pd-cn-coupling",
     split="dev",
+    family="anchor",
     note="a synthesis paper whose catalyst is the point",
     title="Room-temperature palladium-catalysed C-N coupling of aryl chlorides",
     summary="A bulky biarylphosphine ligand lets aryl chlorides couple with secondary amines at 25 C in 2 h.",
@@ -25,6 +26,7 @@ TAG_CASE = TaggingCase(
 REACT_CASE = ReactionCase(
     id="chemist-reads-coupling",
     split="dev",
+    family="anchor",
     note="an on-topic synthesis item for the chemist",
     persona="A synthetic chemist who develops palladium-catalysed coupling reactions.",
     interests="I read new cross-coupling methods and ligands I could run in my own flask.",
@@ -35,6 +37,7 @@ REACT_CASE = ReactionCase(
 MATCH_CASE = ExplanationCase(
     id="match-pd-coupling",
     split="dev",
+    family="match",
     note="a plain match on the reader's stated topic",
     interests="I develop palladium-catalysed cross-coupling reactions and new phosphine ligands.",
     title="Room-temperature palladium-catalysed C-N coupling of aryl chlorides",
@@ -45,6 +48,7 @@ MATCH_CASE = ExplanationCase(
 REFUSE_CASE = ExplanationCase(
     id="refuse-termite-mounds",
     split="dev",
+    family="refuse",
     note="nothing the reader listed",
     interests="I develop palladium-catalysed cross-coupling reactions and new phosphine ligands.",
     title="Airflow in termite mounds follows the daily temperature cycle",
@@ -193,9 +197,97 @@ def test_reaction_answer_breaking_the_sent_schema_types_scores_zero(out: str) ->
     assert "fails the Reaction schema" in scored["errors"][0]
 
 
+@pytest.mark.parametrize(
+    ("title", "reasoning"),
+    [
+        pytest.param(
+            "Nickel-catalysed amination of aryl chlorides", "A nickel route she could run.", id="hyphen-compound"
+        ),
+        pytest.param(
+            "Chan\u2013Lam amination of alkylboronic esters", "A Chan-Lam coupling with copper.", id="en-dash-pair"
+        ),
+        pytest.param(
+            "Chan\u2013Lam amination of alkylboronic esters", "Lam's copper method, easy to run.", id="en-dash-half"
+        ),
+        pytest.param(
+            "Copper-catalysed C\u2013N coupling", "Cu catalyzed, and she runs couplings.", id="american-plural"
+        ),
+        pytest.param("Decontaminated MMLU", "MMLU scores drop once leaks are removed.", id="short-title"),
+    ],
+)
+def test_reaction_reason_naming_a_compound_part_names_the_item(title: str, reasoning: str) -> None:
+    case = REACT_CASE.model_copy(update={"title": title})
+    assert reaction_eval.score_one(case, _reaction(True, reasoning))["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("title", "reasoning"),
+    [
+        pytest.param("What these catalysts are about", "What about these? She would like them.", id="filler-only"),
+        pytest.param(
+            "Why equivariant interatomic potentials diverge, and how to weight forces",
+            "Why and how are not her questions, but she would read it.",
+            id="question-words",
+        ),
+        pytest.param("A study of new ligands via HTE", "A new study, via her usual reading.", id="research-filler"),
+        pytest.param("Copper-catalysed C\u2013N coupling", "C and N are letters in every paper.", id="single-letters"),
+        pytest.param("Zinc-mediated repeated coupling", "A PET recycling paper.", id="no-substring"),
+    ],
+)
+def test_reaction_filler_and_stopwords_do_not_name_the_item(title: str, reasoning: str) -> None:
+    case = REACT_CASE.model_copy(update={"title": title})
+    scored = reaction_eval.score_one(case, _reaction(True, reasoning))
+    assert scored["score"] == reaction_eval.UNREASONED
+    assert "does not name the item" in scored["errors"][0]
+
+
+def _pos_neg_cases() -> list[ReactionCase]:
+    return [
+        REACT_CASE.model_copy(update={"id": "pos-1"}),
+        REACT_CASE.model_copy(update={"id": "pos-2"}),
+        REACT_CASE.model_copy(update={"id": "neg-1", "verdict": False}),
+        REACT_CASE.model_copy(update={"id": "neg-2", "verdict": False}),
+    ]
+
+
+def test_reaction_summary_counts_an_invalid_answer_as_the_wrong_verdict() -> None:
+    """Invalid on a positive is a false negative; invalid on a negative is a false positive."""
+    cases = _pos_neg_cases()
+    answers = {
+        "pos-1": _reaction(True, "coupling", 5),
+        "pos-2": INVALID,
+        "neg-1": _reaction(False, "no", 2),
+        "neg-2": "{",
+    }
+    results = [reaction_eval.score_one(c, answers[c.id]) for c in cases]
+    summary = reaction_eval.summarise(cases, results)
+    # verdicts counted: pos-1 yes (tp), pos-2 no (fn), neg-1 no (tn), neg-2 yes (fp)
+    assert (summary["n"], summary["invalid"]) == (4, 2)
+    assert (summary["precision"], summary["recall"], summary["auc_verdict"]) == (0.5, 0.5, 0.5)
+    assert summary["confidence_histogram"] == {"no-2": 1, "yes-5": 1}
+
+
+def test_reaction_summary_of_only_invalid_answers_is_all_wrong_not_undefined() -> None:
+    cases = _pos_neg_cases()
+    summary = reaction_eval.summarise(cases, [reaction_eval.score_one(c, INVALID) for c in cases])
+    assert (summary["precision"], summary["recall"], summary["auc_verdict"], summary["invalid"]) == (0.0, 0.0, 0.0, 4)
+    assert summary["auc_confidence"] is None
+
+
+def test_reaction_summary_of_valid_answers_is_score_verdicts() -> None:
+    cases = _pos_neg_cases()
+    answers = [_reaction(True, "a", 5), _reaction(False, "b", 2), _reaction(True, "c", 3), _reaction(False, "d", 4)]
+    summary = reaction_eval.summarise(
+        cases, [reaction_eval.score_one(c, a) for c, a in zip(cases, answers, strict=True)]
+    )
+    expected = reaction_eval.score_verdicts([True, True, False, False], [True, False, True, False], [5, 2, 3, 4])
+    assert {k: summary[k] for k in expected} == expected and summary["invalid"] == 0
+
+
 # --- explanation -----------------------------------------------------------------------
 
 GOOD = "You run palladium cross-coupling, and this ligand works at room temperature."
+REFINEMENT = (1 - explanation_eval.GATE) / 3  # what each of length, "you" and no-preamble is worth
 
 
 def test_explanation_good_sentence_scores_one() -> None:
@@ -204,13 +296,25 @@ def test_explanation_good_sentence_scores_one() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("You run nickel chemistry, and this works at room temperature.", id="no-shared-topic"),
+        pytest.param("You will like this.", id="you-will-like-this"),
+        pytest.param("x", id="x"),
+        pytest.param("You follow chemistry, and this is chemistry.", id="vague-theme"),
+        pytest.param("You use palladiumless ligandry.", id="substrings-only"),
+    ],
+)
+def test_explanation_without_a_shared_topic_scores_zero(text: str) -> None:
+    """Naming the topic is required: however short, polite and preamble-free, an answer without it is wrong."""
+    scored = explanation_eval.score_one(MATCH_CASE, _text(text))
+    assert (scored["score"], scored["refused"]) == (0.0, False)
+    assert len(scored["errors"]) == 1 and "names none of the shared topics" in scored["errors"][0]
+
+
+@pytest.mark.parametrize(
     ("text", "error"),
     [
-        pytest.param(
-            "You run nickel chemistry, and this works at room temperature.",
-            "names none of the shared topics",
-            id="no-shared-topic",
-        ),
         pytest.param(
             "You run palladium cross-coupling, and this new ligand works at room temperature on every aryl chloride.",
             "16 words; it must be under 15",
@@ -233,23 +337,50 @@ def test_explanation_good_sentence_scores_one() -> None:
         ),
     ],
 )
-def test_explanation_each_failed_check_costs_a_quarter(text: str, error: str) -> None:
+def test_explanation_each_failed_refinement_costs_a_third_of_the_rest(text: str, error: str) -> None:
     scored = explanation_eval.score_one(MATCH_CASE, _text(text))
-    assert scored["score"] == 0.75
+    assert scored["score"] == pytest.approx(1 - REFINEMENT)
     assert len(scored["errors"]) == 1 and error in scored["errors"][0]
 
 
-@pytest.mark.parametrize(("words", "score"), [(14, 1.0), (15, 0.75)])
+@pytest.mark.parametrize(("words", "score"), [(14, 1.0), (15, 1 - REFINEMENT)])
 def test_explanation_word_limit_is_under_fifteen(words: int, score: float) -> None:
     text = " ".join(["You", "run", "palladium", "couplings"] + ["daily"] * (words - 4))
     assert len(text.split()) == words
-    assert explanation_eval.score_one(MATCH_CASE, _text(text))["score"] == score
+    assert explanation_eval.score_one(MATCH_CASE, _text(text))["score"] == pytest.approx(score)
 
 
-def test_explanation_failing_every_check_scores_zero() -> None:
-    text = "This item describes nickel chemistry at room temperature for chemists who run reactions in labs every day."
+def test_explanation_naming_the_topic_but_failing_every_refinement_keeps_the_gate() -> None:
+    text = "This item describes palladium chemistry at room temperature for chemists who run reactions in labs daily."
     scored = explanation_eval.score_one(MATCH_CASE, _text(text))
-    assert scored["score"] == 0.0 and len(scored["errors"]) == 4
+    assert scored["score"] == pytest.approx(explanation_eval.GATE) and len(scored["errors"]) == 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("You make your own Ligands for this.", id="other-case"),
+        pytest.param("You would run this cross coupling.", id="space-for-hyphen"),
+        pytest.param("You would run this crosscoupling.", id="joined"),
+        pytest.param("You design phosphine ligands like this one.", id="plural"),
+    ],
+)
+def test_explanation_topic_matches_case_plural_and_hyphenation(text: str) -> None:
+    assert explanation_eval.score_one(MATCH_CASE, _text(text))["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "score"),
+    [
+        pytest.param("You repeated this kind of recycling.", 0.0, id="pet-inside-repeated"),
+        pytest.param("You want competitive recycling data.", 0.0, id="pet-inside-competitive"),
+        pytest.param("You recycle PET bottles like these.", 1.0, id="pet-as-a-word"),
+        pytest.param("You study glycolysis of PETs.", 1.0, id="pet-plural"),
+    ],
+)
+def test_explanation_topic_is_a_whole_word_never_a_substring(text: str, score: float) -> None:
+    case = MATCH_CASE.model_copy(update={"must_mention_any": ["PET"]})
+    assert explanation_eval.score_one(case, _text(text))["score"] == score
 
 
 def test_explanation_exact_refusal_on_refuse_case_scores_one() -> None:
@@ -257,27 +388,51 @@ def test_explanation_exact_refusal_on_refuse_case_scores_one() -> None:
     assert (scored["score"], scored["errors"], scored["refused"]) == (1.0, [], True)
 
 
+NEAR_MISS_REFUSALS = [
+    "Outside your stated interests",
+    "outside your stated interests.",
+    "OUTSIDE YOUR STATED INTERESTS.",
+    "  Outside   your  stated interests.  \n",
+    "Outside of your stated interests.",
+    "Outside your stated interests. Sorry!",
+    "This is outside your stated interests.",
+    "This is outside your stated interests",
+    "Outside your interests.",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISS_REFUSALS)
+def test_explanation_near_miss_refusal_loses_only_the_wording_on_a_refuse_case(text: str) -> None:
+    scored = explanation_eval.score_one(REFUSE_CASE, _text(text))
+    if text.strip() == REFUSAL:  # surrounding whitespace is not a wording change
+        assert scored["score"] == 1.0
+        return
+    assert (scored["score"], scored["refused"]) == (explanation_eval.GATE, True)
+    assert len(scored["errors"]) == 1 and "refused in other words" in scored["errors"][0]
+    assert repr(REFUSAL) in scored["errors"][0]
+
+
+@pytest.mark.parametrize("text", [REFUSAL, *NEAR_MISS_REFUSALS])
+def test_explanation_any_refusal_on_a_match_case_scores_zero_and_counts_as_refused(text: str) -> None:
+    scored = explanation_eval.score_one(MATCH_CASE, _text(text))
+    assert (scored["score"], scored["refused"]) == (0.0, True)
+    assert len(scored["errors"]) == 1 and "refused" in scored["errors"][0] and "palladium" in scored["errors"][0]
+    summary = explanation_eval.summarise([MATCH_CASE], [scored])
+    assert (summary["false_refusals"], summary["invalid"]) == (1, 0)
+
+
 @pytest.mark.parametrize(
     "text",
     [
-        "Outside your stated interests",
-        "Outside of your stated interests.",
-        "outside your stated interests.",
-        "Outside your stated interests. Sorry!",
-        "This is outside your stated interests.",
         "You follow palladium chemistry, not termites.",
+        "You list palladium among your stated interests; termites are not.",
+        "You will like this.",
     ],
 )
-def test_explanation_near_miss_refusal_scores_zero(text: str) -> None:
+def test_explanation_non_refusal_on_a_refuse_case_scores_zero(text: str) -> None:
     scored = explanation_eval.score_one(REFUSE_CASE, _text(text))
     assert (scored["score"], scored["refused"]) == (0.0, False)
     assert len(scored["errors"]) == 1 and repr(REFUSAL) in scored["errors"][0]
-
-
-def test_explanation_refusal_on_a_match_case_scores_zero() -> None:
-    scored = explanation_eval.score_one(MATCH_CASE, _text(REFUSAL))
-    assert (scored["score"], scored["refused"]) == (0.0, True)
-    assert len(scored["errors"]) == 1 and "refused" in scored["errors"][0] and "palladium" in scored["errors"][0]
 
 
 @pytest.mark.parametrize("case", [MATCH_CASE, REFUSE_CASE], ids=lambda c: c.id)
@@ -329,6 +484,51 @@ def test_every_reaction_case_is_satisfiable(case: ReactionCase) -> None:
 def test_every_explanation_case_is_satisfiable(case: ExplanationCase) -> None:
     assert explanation_eval.score_one(case, _perfect_explanation(case))["score"] == 1.0
     assert explanation_eval.score_one(case, INVALID)["score"] == 0.0
+
+
+@pytest.mark.parametrize("case", [c for c in explanation_eval.load_cases() if not c.refuse], ids=lambda c: c.id)
+@pytest.mark.parametrize("text", ["x", "You will like this.", "You follow this topic closely."])
+def test_a_constant_answer_scores_zero_on_every_match_case(case: ExplanationCase, text: str) -> None:
+    assert explanation_eval.score_one(case, _text(text))["score"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("case_id", "text"),
+    [
+        pytest.param(
+            "match-llm-judge-bias", "You evaluate LLM outputs, and judges favour their own family.", id="evaluate"
+        ),
+        pytest.param(
+            "match-sepsis-calibration", "You ask whether risk scores stay calibrated at new sites.", id="calibrated"
+        ),
+        pytest.param(
+            "match-kv-cache-quantization",
+            "You follow quantisation; this shrinks the KV cache eightfold.",
+            id="quantisation",
+        ),
+        pytest.param(
+            "match-kv-cache-quantization", "You serve LLMs, and this cuts KV cache memory.", id="kv-cache-spaced"
+        ),
+        pytest.param("match-pet-glycolysis", "You study chemical recycling of polyesters like PET.", id="pet"),
+    ],
+)
+def test_the_audits_correct_explanations_in_other_words_pass(case_id: str, text: str) -> None:
+    """Explanations the issue 15 audit found wrongly failed: the reader's own words, British spelling, spacing."""
+    case = next(c for c in explanation_eval.load_cases() if c.id == case_id)
+    assert explanation_eval.score_one(case, _text(text))["score"] == 1.0
+
+
+def test_you_will_like_this_scores_at_most_a_quarter_on_explanation_dev() -> None:
+    dev = explanation_eval.load_cases(split="dev")
+    scores = [explanation_eval.score_one(case, _text("You will like this."))["score"] for case in dev]
+    assert sum(scores) / len(scores) <= 0.25
+
+
+def test_a_constant_refusal_scores_at_most_the_share_of_refusals_on_explanation_dev() -> None:
+    dev = explanation_eval.load_cases(split="dev")
+    for text in (REFUSAL, "outside your stated interests"):
+        scores = [explanation_eval.score_one(case, _text(text))["score"] for case in dev]
+        assert sum(scores) / len(scores) <= sum(case.refuse for case in dev) / len(dev)
 
 
 # --- score_verdicts --------------------------------------------------------------------

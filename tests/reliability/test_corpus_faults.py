@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from attest.errors import run_reporting_errors
 from evals.cases import ExplanationCase, ReactionCase, TaggingCase
 from evals.corpus import CorpusError, read_cases
 from evals.corpus_check import main
@@ -99,14 +100,14 @@ FAULTS = [
     pytest.param(
         "reaction",
         _bytes(lambda data: data.replace(b"Room", b"R\xf6om", 1)),
-        ["not valid UTF-8 (byte 0xf6 at line 8 column 14)"],
+        ["not valid UTF-8 (byte 0xf6 at line 9 column 14)"],
         id="invalid-utf8",
     ),
-    pytest.param("reaction", _text(lambda t: t[:-2] + ",\n]"), ["trailing comma at line 71 column 3"], id="comma-list"),
+    pytest.param("reaction", _text(lambda t: t[:-2] + ",\n]"), ["trailing comma at line 78 column 3"], id="comma-list"),
     pytest.param(
         "reaction",
         _text(lambda t: t.replace('"verdict": true\n', '"verdict": true,\n', 1)),
-        ["trailing comma at line 10 column 18"],
+        ["trailing comma at line 11 column 18"],
         id="comma-object",
     ),
     pytest.param("reaction", _text(lambda t: t[: len(t) // 2]), ["not JSON: "], id="truncated"),
@@ -120,7 +121,7 @@ FAULTS = [
     pytest.param(
         "reaction",
         _text(lambda t: t.replace("Room-", "Room\u0007-", 1)),
-        ["not JSON: Invalid control character at line 8 column 17"],
+        ["not JSON: Invalid control character at line 9 column 17"],
         id="control-character",
     ),
     pytest.param("reaction", _raw(b'{"cases": []}'), ["top level is a JSON object, not a list"], id="object-top"),
@@ -305,3 +306,11 @@ def test_main_exits_1_with_one_line(
 
 def test_at_least_thirty_faults() -> None:
     assert len(FAULTS) >= 30
+
+
+def test_a_bad_corpus_is_one_line_at_any_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CorpusError is an AttestError: the shared boundary prints its problem line and exits 1, no traceback."""
+    path, _ = _break(tmp_path, "reaction", _set(0, "verdict", "true"))
+    assert run_reporting_errors("attest-eval", lambda: len(read_cases(path, ReactionCase))) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"attest-eval: error: {path}: {_FX1}: field 'verdict': Input should be a valid boolean"]

@@ -1,0 +1,198 @@
+"""The structural rules each corpus must meet, one generator of problem lines per corpus.
+
+Every line names the file, the case and the field, and says what to do. The
+command line, the fixture checks and the table are in evals/corpus_check.py; the
+growth targets (sizes, coverage) in evals/corpus_targets.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from attest.features import TAGS
+from evals.cases import SPLITS, AnyCase, ExplanationCase, ReactionCase, TaggingCase
+from evals.words import mentions
+
+__all__ = ["explanation_rules", "in_split", "reaction_rules", "tagging_rules"]
+
+C = TypeVar("C", bound=AnyCase)
+
+_DEV_ONLY_FAMILIES = ("bait", "adjacent")
+_FAMILY_VERDICT = {"adjacent": False, "bait": False, "near-miss": True}
+_FAMILY_WHY = {
+    "adjacent": "the field next door that the reader skips",
+    "bait": "AI-for-science prose with nothing in it",
+    "near-miss": "a neighbouring field that touches a stated interest, so the reader reads it",
+}
+
+
+def tagging_rules(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
+    """Every structural problem of the tagging corpus, one line each."""
+    yield from _splits_present(path, cases)
+    yield from _tags_used(path, cases)
+    yield from _tags_repeated(path, cases)
+    yield from _duplicate_inputs(path, cases, ("title", "summary"))
+    yield from _items_in_both_splits(path, cases)
+
+
+def reaction_rules(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    """Every structural problem of the reaction corpus (the fixture is checked in corpus_check), one line each."""
+    yield from _splits_present(path, cases)
+    yield from _both_classes(path, cases, "verdict", lambda case: case.verdict)
+    yield from _duplicate_inputs(path, cases, ("persona", "interests", "title", "summary"))
+    yield from _reaction_families(path, cases)
+    yield from _families_in_dev(path, cases)
+    yield from _family_verdicts(path, cases)
+    yield from _items_in_both_splits(path, cases)
+
+
+def explanation_rules(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    """Every structural problem of the explanation corpus, one line each."""
+    yield from _splits_present(path, cases)
+    yield from _both_classes(path, cases, "refuse", lambda case: case.refuse)
+    yield from _duplicate_inputs(path, cases, ("interests", "title", "summary"))
+    yield from _mentions_match_refuse(path, cases)
+    yield from _mentions_reachable(path, cases)
+    yield from _refusals_in_dev(path, cases)
+    yield from _items_in_both_splits(path, cases)
+
+
+# --- rules shared by every corpus --------------------------------------------------------
+
+
+def in_split(cases: Sequence[C], split: str) -> list[C]:
+    return [case for case in cases if case.split == split]
+
+
+def _splits_present(path: Path, cases: Sequence[AnyCase]) -> Iterator[str]:
+    for split in SPLITS:
+        if not in_split(cases, split):
+            yield f"{path}: field 'split': no case in '{split}'; put some cases in {split}"
+
+
+def _both_classes(path: Path, cases: Sequence[C], field: str, value: Callable[[C], bool]) -> Iterator[str]:
+    for split in SPLITS:
+        group = in_split(cases, split)
+        for wanted in (True, False):
+            if group and not any(value(case) is wanted for case in group):
+                yield (
+                    f"{path}: field '{field}': split '{split}' has no case with {field} {str(wanted).lower()}; add one"
+                )
+
+
+def _duplicate_inputs(path: Path, cases: Sequence[AnyCase], fields: tuple[str, ...]) -> Iterator[str]:
+    seen: dict[tuple[str, ...], str] = {}
+    for case in cases:
+        key = tuple(" ".join(str(getattr(case, name)).casefold().split()) for name in fields)
+        if key in seen:
+            yield f"{path}: case {case.id}: field '{'+'.join(fields)}': same inputs as case {seen[key]}"
+        else:
+            seen[key] = case.id
+
+
+def _text_key(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _items_in_both_splits(path: Path, cases: Sequence[TaggingCase | ReactionCase | ExplanationCase]) -> Iterator[str]:
+    """No item (its title, or its summary) in both splits: a dev case must not be seen in training."""
+    train = [case for case in cases if case.split == "train"]
+    titles = {_text_key(case.title): case.id for case in train}
+    summaries = {_text_key(case.summary): case.id for case in train}
+    for case in in_split(cases, "dev"):
+        same_title, same_summary = titles.get(_text_key(case.title)), summaries.get(_text_key(case.summary))
+        if same_title is None and same_summary is None:
+            continue
+        field = "title+summary" if same_title and same_summary else ("title" if same_title else "summary")
+        yield (
+            f"{path}: case {case.id}: field '{field}': the same item is in train as case {same_title or same_summary}; "
+            "put every case of one item in one split"
+        )
+
+
+# --- tagging -----------------------------------------------------------------------------
+
+
+def _tags_used(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
+    used = {tag for case in cases for tag in case.tags}
+    for tag in TAGS:
+        if tag not in used:
+            yield f"{path}: field 'tags': tag '{tag}' is used by no case; add a case that carries it"
+
+
+def _tags_repeated(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
+    for case in cases:
+        for tag, count in Counter(case.tags).items():
+            if count > 1:
+                yield f"{path}: case {case.id}: field 'tags': '{tag}' is listed {count} times"
+
+
+# --- reaction ----------------------------------------------------------------------------
+
+
+def _reaction_families(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    """A reaction id names its family: fx-* for the fixture, <family>-* for the rest."""
+    for case in cases:
+        prefix = "fx-" if case.family == "fixture" else f"{case.family}-"
+        if not case.id.startswith(prefix):
+            yield (
+                f"{path}: case {case.id}: field 'id': does not start with {prefix!r} for family "
+                f"'{case.family}'; rename the case or correct its family"
+            )
+
+
+def _families_in_dev(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    for case in cases:
+        if case.family in _DEV_ONLY_FAMILIES and case.split != "dev":
+            yield (f"{path}: case {case.id}: field 'split': is '{case.split}'; every {case.family} case belongs in dev")
+
+
+def _family_verdicts(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    for case in cases:
+        wanted = _FAMILY_VERDICT.get(case.family)
+        if wanted is not None and case.verdict is not wanted:
+            yield (
+                f"{path}: case {case.id}: field 'verdict': is {str(case.verdict).lower()}, but {case.family} cases are "
+                f"{_FAMILY_WHY[case.family]}, labelled {str(wanted).lower()}; relabel it or change its family"
+            )
+
+
+# --- explanation -------------------------------------------------------------------------
+
+
+def _mentions_match_refuse(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    for case in cases:
+        if case.refuse and case.must_mention_any:
+            yield f"{path}: case {case.id}: field 'must_mention_any': must be empty when refuse is true"
+        if not case.refuse and not case.must_mention_any:
+            yield (
+                f"{path}: case {case.id}: field 'must_mention_any': is empty but refuse is false; "
+                "list the topic words a correct explanation names"
+            )
+
+
+def _mentions_reachable(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    """Each term occurs as whole words (with the scorer's variant matching) in the interests or the item."""
+    for case in cases:
+        text = "\n".join((case.interests, case.title, case.summary))
+        for index, word in enumerate(case.must_mention_any):
+            if not mentions(text, word):
+                yield (
+                    f"{path}: case {case.id}: field 'must_mention_any.{index}': {word!r} "
+                    "appears in neither interests, title nor summary as whole words; use the words they use"
+                )
+
+
+def _refusals_in_dev(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    refusals = [case for case in cases if case.refuse]
+    in_dev = len(in_split(refusals, "dev"))
+    needed = math.ceil(len(refusals) / 2)
+    if in_dev < needed:
+        yield (
+            f"{path}: field 'split': dev holds {in_dev} of {len(refusals)} refusals; "
+            f"move {needed - in_dev} more refusal case(s) to dev"
+        )
