@@ -185,6 +185,18 @@ def test_the_readme_optimiser_example_is_inconclusive() -> None:
     assert verdict(result) == "inconclusive"
 
 
+def test_for_0_1_scores_the_interval_is_bonett_price_with_a_t_quantile() -> None:
+    """Bonett and Price (2012): add one to each discordant cell; here with Student t on n - 1 df."""
+    base = [0.0] * 8 + [1.0] * 3 + [1.0] * 5 + [0.0] * 4
+    cand = [1.0] * 8 + [0.0] * 3 + [1.0] * 5 + [0.0] * 4
+    up, down, n = 9 / 22, 4 / 22, 20
+    centre, se = up - down, math.sqrt((up + down - (up - down) ** 2) / (n + 2))
+    q = sps.t.ppf(0.975, n - 1)
+    result = paired(base, cand)
+    assert (result.interval.low, result.interval.high) == pytest.approx((centre - q * se, centre + q * se))
+    assert result.mean_diff == pytest.approx(5 / 20)  # the point estimate is the plain mean difference
+
+
 def binary_at(n: int, discordance: float, delta: float, seed: int) -> tuple[Floats, Floats]:
     up, down = (discordance + delta) / 2, (discordance - delta) / 2
     same = (1 - discordance) / 2
