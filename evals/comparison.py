@@ -183,7 +183,8 @@ def _shared_cases(base: RunScores, cand: RunScores) -> list[str]:
     for case in shared:
         if case in base.labels and case in cand.labels and base.labels[case] != cand.labels[case]:
             raise ComparisonError(
-                f"case {case}: its label is {base.labels[case]!r} in run {base.run_id} but {cand.labels[case]!r} "
+                f"case {case}: its label is {_cut(repr(base.labels[case]), 60)} in run {base.run_id} "
+                f"but {_cut(repr(cand.labels[case]), 60)} "
                 f"in run {cand.run_id}; the corpus changed between them, so re-run the baseline on today's corpus"
             )
     return shared
