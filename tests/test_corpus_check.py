@@ -68,10 +68,11 @@ def test_real_bool_corpora_have_both_classes_per_split() -> None:
         assert {case.refuse for case in explanation if case.split == split} == {True, False}
 
 
-def test_real_tagging_corpus_has_51_cases_and_uses_every_tag() -> None:
+def test_real_tagging_corpus_meets_its_size_and_uses_every_tag_in_dev() -> None:
     cases = read_cases(REPO / "evals/tagging_cases.json", TaggingCase)
-    assert len(cases) == 51
-    assert {tag for case in cases for tag in case.tags} == set(TAGS)
+    dev = [c for c in cases if c.split == "dev"]
+    assert len(cases) >= 160 and len(dev) >= 80
+    assert {tag for case in dev for tag in case.tags} == set(TAGS)
 
 
 def test_real_fixture_has_the_documented_size() -> None:
@@ -83,10 +84,10 @@ def test_real_fixture_has_the_documented_size() -> None:
 
 
 def test_corpus_check_module_passes_on_the_real_files() -> None:
-    """The structural rules hold today; the growth targets wait for the new cases (see corpus_targets)."""
+    """The structural rules and the growth targets (sizes, readers, families, tag coverage) hold."""
     env = {**os.environ, "PYTHONPATH": "src:."}
     done = subprocess.run(
-        [sys.executable, "-m", "evals.corpus_check", "--skip-targets"],
+        [sys.executable, "-m", "evals.corpus_check"],
         cwd=REPO,
         env=env,
         capture_output=True,
