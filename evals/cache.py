@@ -4,41 +4,65 @@ Key = sha256 of the canonical JSON of backend kind, base model, model digest,
 rendered messages, JSON schema, options and sample index. The URL, the API key,
 the case id and the time are not in the key. Entries are JSON (never pickle: a
 shared cache must not be able to run code) and keep their provenance.
+
+The diskcache layer beneath, hardened against a hostile `cache.db` (no value files,
+forced settings, one-line errors), is `evals.cache_db`. A lease is held by a random
+token kept alive by an OS lock (`evals.holders`), never judged by a pid; waiting on a
+live holder is said once and bounded (`LeaseTimeout`). This module is a little over
+300 lines: the cache's leases belong with the entries they protect.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
-import json
+import math
 import os
-import sqlite3
+import shlex
+import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import diskcache
-
 from attest.backends.types import Backend, ChatResponse, Message
-from attest.errors import AttestError
+from attest.errors import run_reporting_errors
+from evals import holders
+from evals.cache_db import (
+    DB_ERRORS,
+    SETTINGS,
+    CacheError,
+    JSONDisk,
+    SafeCache,
+    canonical_json,
+    delete_leases,
+    drop_file_rows,
+    failure,
+    select_rows,
+)
 
 __all__ = [
+    "DEFAULT_LEASE_WAIT_S",
     "CacheError",
     "Entry",
     "Identity",
     "JSONDisk",
+    "LeaseTimeout",
     "ResponseCache",
     "canonical_json",
+    "main",
     "request_key",
     "resolve_cache_dir",
+    "resolve_lease_wait",
 ]
 
 DEFAULT_CACHE_DIR = "cache"
+DEFAULT_LEASE_WAIT_S = 60.0
 _LOCK_PREFIX = "lock:"
-_SQL_CHUNK = 500  # keys per query; SQLite allows 999 parameters in old builds
-_UNREADABLE = (ValueError, UnicodeDecodeError, OSError)
+_POLL_S = 0.05
 # What Entry's fields must hold; valid JSON of the right keys but other types is corrupt too.
 _ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
     "text": str,
@@ -51,13 +75,8 @@ _ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-class CacheError(AttestError):
-    """The cache directory cannot be used."""
-
-
-def canonical_json(value: object) -> str:
-    """JSON with sorted keys and no whitespace: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+class LeaseTimeout(CacheError):
+    """Another live run held a sample's lease for longer than the wait allowed."""
 
 
 @dataclass(frozen=True)
@@ -99,21 +118,18 @@ class Entry(ChatResponse):
         return cls(**asdict(response), created=time.time())
 
 
-class JSONDisk(diskcache.Disk):  # type: ignore[misc]
-    """A diskcache Disk that stores values as JSON bytes and refuses anything pickled."""
+@dataclass(frozen=True)
+class _Unreadable:
+    """A lease row that does not decode (a planted pickle, garbage): why, as the Disk said."""
 
-    def store(self, value: Any, read: bool, key: Any = diskcache.core.UNKNOWN) -> Any:
-        if read:
-            raise TypeError("the attest cache stores JSON values only")
-        return super().store(canonical_json(value).encode("utf-8"), False, key=key)
+    why: str
 
-    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
-        if mode not in (diskcache.core.MODE_RAW, diskcache.core.MODE_BINARY) or read:
-            raise ValueError(f"cache value has mode {mode}; only JSON bytes are accepted (never unpickled)")
-        data = super().fetch(mode, filename, value, False)
-        if not isinstance(data, bytes):
-            raise ValueError(f"cache value is {type(data).__name__}, not JSON bytes")
-        return json.loads(data.decode("utf-8"))
+
+def _foreign(holder: object) -> str:
+    """How a lease row that is not a holder token reads in a warning (escaped, short)."""
+    if isinstance(holder, _Unreadable):
+        return f"unreadable ({holder.why})"
+    return f"held by {repr(holder)[:60]}, not a holder token"
 
 
 def resolve_cache_dir(arg: str | os.PathLike[str] | None) -> Path:
@@ -121,53 +137,93 @@ def resolve_cache_dir(arg: str | os.PathLike[str] | None) -> Path:
     return Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
 
 
-class ResponseCache:
-    """Model answers by request key, plus per-key leases so concurrent runs don't ask twice."""
+def resolve_lease_wait(arg: float | None) -> float:
+    """--lease-wait, then ATTEST_LEASE_WAIT, then 60 s: how long to wait on another run's lease."""
+    raw: object = arg if arg is not None else os.environ.get("ATTEST_LEASE_WAIT", DEFAULT_LEASE_WAIT_S)
+    try:
+        seconds = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise CacheError(
+            f"the lease wait must be a number of seconds >= 0, not {raw!r}: fix --lease-wait or ATTEST_LEASE_WAIT"
+        )
+    return seconds
 
-    def __init__(self, directory: Path) -> None:
+
+def _print_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class ResponseCache:
+    """Model answers by request key, plus per-key leases so concurrent runs don't ask twice.
+
+    `notify` gets the one line said when a run starts waiting on another's lease
+    (default: stderr); `disk` is the diskcache Disk class, a seam for tests.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        lease_wait_s: float = DEFAULT_LEASE_WAIT_S,
+        notify: Callable[[str], None] = _print_line,
+        disk: type[JSONDisk] = JSONDisk,
+    ) -> None:
         self.directory = directory
         self.warnings: list[str] = []
-        try:
+        self.lease_wait_s = lease_wait_s
+        self._notify = notify
+        self._noticed: set[str] = set()
+        self._lock = threading.Lock()
+        self._holder = holders.Holder(directory / "holders")
+        with self._guard("open the cache"):
             directory.mkdir(parents=True, exist_ok=True)
-            self._db = diskcache.Cache(
-                str(directory / "responses"), disk=JSONDisk, timeout=60, eviction_policy="none", size_limit=2**40
-            )
-        except (OSError, sqlite3.Error) as exc:
-            raise CacheError(
-                f"cannot open the cache in {directory} ({exc}): "
-                "give a writable directory with --cache-dir or ATTEST_CACHE_DIR"
-            ) from None
+            self._db = SafeCache(str(self.directory / "responses"), disk=disk, timeout=60, **SETTINGS)
+            dropped = drop_file_rows(self._db, self.directory)
+        if dropped:
+            self._warn(dropped)
+
+    # --- errors ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, doing: str) -> Iterator[None]:
+        """Turn a sqlite or disk failure while `doing` into one CacheError line saying what to do."""
+        try:
+            yield
+        except DB_ERRORS as exc:
+            raise failure(exc, doing, self.directory) from None
+
+    def _warn(self, warning: str) -> None:
+        with self._lock:
+            if warning not in self.warnings:  # one key is read several times per run: warn once
+                self.warnings.append(warning)
+
+    # --- entries --------------------------------------------------------------------------
 
     def get(self, key: str) -> Entry | None:
         """The entry for `key`, or None; an unreadable entry is a miss with a warning."""
         try:
-            raw = self._db.get(key)
-        except _UNREADABLE as exc:
+            with self._guard("read the cache"):
+                raw = self._db.get(key)
+        except ValueError as exc:
             return self._corrupt(key, str(exc))
         return self._entry(key, raw)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]:
         """`get` for many keys at once, a few SQL queries instead of one per key (the score stage's read).
 
-        It reads diskcache's own table (`Cache`: key, raw, mode, filename, value,
-        expire_time) and decodes each value with the cache's JSON Disk, as `get` does.
+        It reads diskcache's own table (`cache_db.select_rows`; diskcache is pinned for
+        this) and decodes each value with the cache's JSON Disk, as `get` does.
         """
-        rows: dict[str, tuple[int, str | None, Any]] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _SQL_CHUNK):
-            chunk = unique[start : start + _SQL_CHUNK]
-            select = (
-                "SELECT key, mode, filename, value FROM Cache WHERE raw = 1"
-                f" AND key IN ({','.join('?' * len(chunk))}) AND (expire_time IS NULL OR expire_time > ?)"
-            )
-            for key, mode, filename, value in self._db._sql(select, (*chunk, time.time())).fetchall():
-                rows[key] = (mode, filename, value)
+        with self._guard("read the cache"):
+            rows = select_rows(self._db, keys)
         return {key: self._decode(key, rows[key]) if key in rows else None for key in keys}
 
     def _decode(self, key: str, row: tuple[int, str | None, Any]) -> Entry | None:
         try:
             raw = self._db.disk.fetch(*row, False)
-        except _UNREADABLE as exc:
+        except ValueError as exc:
             return self._corrupt(key, str(exc))
         return self._entry(key, raw)
 
@@ -184,43 +240,99 @@ class ResponseCache:
         return entry
 
     def _corrupt(self, key: str, why: str) -> Entry | None:
-        warning = f"cache entry {key[:12]} is unreadable ({why}); treating it as missing and regenerating"
-        if warning not in self.warnings:  # one key is read several times per run: warn once
-            self.warnings.append(warning)
+        self._warn(f"cache entry {key[:12]} is unreadable ({why}); treating it as missing and regenerating")
         return None
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
 
     def put(self, key: str, entry: Entry) -> None:
-        self._db.set(key, asdict(entry))
+        with self._guard("store an answer"):
+            self._db.set(key, asdict(entry))
+
+    # --- leases ---------------------------------------------------------------------------
 
     @contextmanager
-    def lease(self, key: str, *, wait_s: float = 600.0) -> Iterator[bool]:
-        """Hold the right to generate `key`; yields False if another live process filled it meanwhile."""
-        token = _lease_token(os.getpid())
-        deadline = time.monotonic() + wait_s
-        while not self._db.add(_LOCK_PREFIX + key, token, expire=wait_s):
+    def lease(self, key: str) -> Iterator[bool]:
+        """Hold the right to generate `key`; yields False if another run filled it meanwhile.
+
+        A dead holder's lease (its OS lock is free) is broken at once; an unreadable one
+        is removed with a warning; a live holder is waited on for at most `lease_wait_s`,
+        said once, then LeaseTimeout.
+        """
+        name = _LOCK_PREFIX + key
+        with self._guard("create a lease holder file"):
+            token = self._holder.acquire()
+        deadline = time.monotonic() + self.lease_wait_s
+        while not self._add(name, token):
             if self.get(key) is not None:
                 yield False
                 return
-            holder = self._db.get(_LOCK_PREFIX + key)
-            if holder is not None and not _alive(str(holder)):
-                self._break_lease(key, holder)
-            elif time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+            holder = self._read_lease(name)
+            if holder is None:
+                continue
+            if isinstance(holder, str) and holders.alive(self._holder.directory, holder):
+                self._wait_on(key, holder, deadline)
+                continue
+            if not (isinstance(holder, str) and holders.TOKEN.fullmatch(holder)):
+                self._warn(f"the lease on sample {key[:12]} is {_foreign(holder)}; removed it")
+            self._break_lease(name, holder)
         try:
             yield self.get(key) is None
         finally:
-            if self._db.get(_LOCK_PREFIX + key) == token:
-                self._db.delete(_LOCK_PREFIX + key)
+            self._release(name, token)
 
-    def _break_lease(self, key: str, holder: object) -> None:
-        """Delete a dead process's lease, unless someone else replaced it meanwhile."""
-        with self._db.transact():
-            if self._db.get(_LOCK_PREFIX + key) == holder:
-                self._db.delete(_LOCK_PREFIX + key)
+    def _add(self, name: str, token: str) -> bool:
+        with self._guard("take a lease"):
+            return bool(self._db.add(name, token))
+
+    def _read_lease(self, name: str) -> object:
+        """The lease's holder token, None if there is no lease, or what else the row holds."""
+        try:
+            with self._guard("read a lease"):
+                return self._db.get(name)
+        except ValueError as exc:
+            return _Unreadable(str(exc))
+
+    def _wait_on(self, key: str, holder: str, deadline: float) -> None:
+        """Say once what we wait for and how to break it; LeaseTimeout once the wait is over."""
+        who = holders.describe(self._holder.directory, holder)
+        unlock = f"python -m evals.cache unlock --cache-dir {shlex.quote(str(self.directory))}"
+        if time.monotonic() >= deadline:
+            raise LeaseTimeout(
+                f"sample {key[:12]} is still being generated by another run ({who}) after {self.lease_wait_s:g} s: "
+                f"resume or end that run, or drop its leases with `{unlock}`, then rerun "
+                "(every answer stored so far is kept)"
+            )
+        with self._lock:
+            first = holder not in self._noticed
+            self._noticed.add(holder)
+        if first:
+            pid = who.partition("(pid ")[2].partition(" ")[0]
+            resume = f"`fg` or `kill -CONT {pid}`" if pid else "`fg`"
+            self._notify(
+                f"waiting for sample {key[:12]}: another run is generating it ({who}); waiting at most "
+                f"{self.lease_wait_s:g} s. If that run is stopped (Ctrl-Z), resume it ({resume}) or end it; "
+                f"`{unlock}` drops every lease in this cache"
+            )
+        time.sleep(_POLL_S)
+
+    def _break_lease(self, name: str, seen: object) -> None:
+        """Delete a lease whose holder is gone (or unreadable), unless someone replaced it meanwhile."""
+        with self._guard("break a lease"), self._db.transact():
+            if self._read_lease(name) == seen:
+                self._db.delete(name)
+
+    def _release(self, name: str, token: str) -> None:
+        """Give a lease back; on failure it stays, and dies with this process's lock."""
+        with suppress(CacheError, *DB_ERRORS), self._db.transact():
+            if self._read_lease(name) == token:
+                self._db.delete(name)
+
+    def unlock(self) -> int:
+        """Drop every lease in the cache, live or not; returns how many there were."""
+        with self._guard("drop the leases"):
+            return delete_leases(self._db, _LOCK_PREFIX)
 
     def collect(self, keep: set[str], *, dry_run: bool = True) -> tuple[int, int]:
         """Remove (or, dry, count) answers whose key is not in `keep`: (entries, bytes of answer text)."""
@@ -236,32 +348,28 @@ class ResponseCache:
         return count, size
 
     def close(self) -> None:
+        self._holder.release()
         self._db.close()
 
 
-def _lease_token(pid: int) -> str:
-    """host:pid:start-time; the start time tells a reused pid from the process that took the lease."""
-    return f"{os.uname().nodename}:{pid}:{_start_time(pid)}"
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m evals.cache unlock [--cache-dir DIR]`: drop the leases a stopped run left in the cache."""
+    parser = argparse.ArgumentParser(prog="python -m evals.cache", description="Maintain the response cache.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    unlock = commands.add_parser("unlock", help="drop every lease (a run stopped with Ctrl-Z holds its leases)")
+    unlock.add_argument("--cache-dir", help="cache directory (env ATTEST_CACHE_DIR; default cache/)")
+    args = parser.parse_args(argv)
+    return run_reporting_errors("evals.cache", lambda: _unlock(resolve_cache_dir(args.cache_dir)))
 
 
-def _start_time(pid: int) -> str:
+def _unlock(directory: Path) -> int:
+    cache = ResponseCache(directory)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
-    except OSError:
-        return ""
-    return stat.rpartition(")")[2].split()[19]  # field 22, counted after the command name
+        print(f"dropped {cache.unlock()} lease(s) in {directory}")
+    finally:
+        cache.close()
+    return 0
 
 
-def _alive(token: str) -> bool:
-    """Whether the process that took a lease still runs (a lease from another host counts as alive)."""
-    host, _, rest = token.partition(":")
-    pid, _, started = rest.partition(":")
-    if host != os.uname().nodename or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not started or _start_time(int(pid)) in ("", started)
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from pydantic import BaseModel
 from attest.answers import schema_of
 from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
+from evals.bounded import run_bounded
 from evals.cache import Entry, Identity, request_key
 from evals.cases import AnyCase
 from evals.corpus import read_cases, split_sha256
@@ -267,25 +267,10 @@ def generate(
             if progress:
                 progress(stats)
 
-    _run_bounded(one, misses, concurrency)
+    run_bounded(one, misses, concurrency)
     stats.seconds = time.perf_counter() - start
     stats.warnings = list(chat.cache.warnings)
     return stats
-
-
-def _run_bounded(fn: Callable[[Planned], None], items: Sequence[Planned], concurrency: int) -> None:
-    if concurrency <= 1:
-        for item in items:
-            fn(item)
-        return
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures: list[Future[None]] = [pool.submit(fn, item) for item in items]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [f for f in done if f.exception() is not None]
-        if failed:
-            for f in futures:
-                f.cancel()
-            raise failed[0].exception()  # type: ignore[misc]
 
 
 # --- scoring ---------------------------------------------------------------------------

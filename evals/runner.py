@@ -20,8 +20,8 @@ from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
-from attest.options import OneLineErrorParser, add_backend_options, settings_from_args
-from evals.cache import Identity, ResponseCache, resolve_cache_dir
+from attest.options import OneLineErrorParser, add_backend_options, positive_seconds, settings_from_args
+from evals.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
 from evals.execute import RunOutcome, RunSpec, execute
 from evals.pipeline import CachedChat, Task, load_cases, stderr_progress
 from evals.records import DirStore
@@ -68,6 +68,11 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--concurrency", type=_positive_int, help="model calls in flight (default: 1, or 4 for openai)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument(
+        "--lease-wait",
+        type=positive_seconds,
+        help="seconds to wait for a sample another run is generating (env ATTEST_LEASE_WAIT; default 60)",
+    )
     parser.add_argument("--corpus", type=Path, help=f"corpus file (default evals/{task.corpus.name})")
     parser.add_argument(
         "--offline", action="store_true", help="use the stub backend: no model, no network (same as --backend stub)"
@@ -109,7 +114,7 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     if not cases:
         raise AttestError(f"{corpus_path}: no cases in split {args.split!r}")
     cache_dir = resolve_cache_dir(args.cache_dir)
-    cache = ResponseCache(cache_dir)
+    cache = ResponseCache(cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
         backend = backend_factory(settings_from(args))
         try:

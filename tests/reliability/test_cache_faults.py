@@ -1,8 +1,9 @@
 """Cache faults: damaged entries are misses with a warning and get regenerated; a pickle is never loaded.
 
-The cache is diskcache: small values live in `responses/cache.db` (table `Cache`,
-column `value`), values over 32 kB in files under `responses/`. The tests damage a
-filled cache the way a disk, an editor or an attacker could, then rerun the eval.
+The cache is diskcache: every value lives in `responses/cache.db` (table `Cache`,
+column `value`), however big; attest never stores, reads or deletes a value file. The
+tests damage a filled cache the way a disk, an editor or an attacker could, then rerun
+the eval.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import gc
 import json
 import os
 import pickle
+import random
 import shlex
 import sqlite3
 import time
@@ -30,7 +32,7 @@ from tests.reliability.fakeserver import FakeServer, reaction_answer
 # in-process here, its sockets are closed by the garbage collector after each test.
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning")
 
-_BIG = 40_000  # over diskcache's 32 kB threshold: this answer is stored in a file, not in the row
+_BIG = 40_000  # over diskcache's default 32 kB file threshold: still stored in the row
 _TOTALS = {"tried": 0, "survived": 0}
 
 
@@ -41,7 +43,7 @@ def _summary() -> Iterator[None]:
 
 
 def _answer(body: dict[str, Any]) -> str:
-    """Normal answers, except one case whose (invalid, over-long) reasoning makes its entry a file."""
+    """Normal answers, except one case whose (invalid, over-long) reasoning diskcache would put in a file."""
     text = reaction_answer(body)
     if "Title: " + _BIG_TITLE in body["messages"][-1]["content"]:
         return json.dumps({"verdict": True, "confidence": 3, "reasoning": "x" * _BIG})
@@ -94,11 +96,10 @@ def _truncate_value(cache_dir: Path, key: str) -> None:
     _sql(cache_dir, "UPDATE Cache SET value = ? WHERE key = ?", (bytes(value)[: len(value) // 2], key))
 
 
-def _truncate_file(cache_dir: Path, key: str) -> None:
-    ((filename,),) = _sql(cache_dir, "SELECT filename FROM Cache WHERE key = ?", (key,))
-    assert filename, "the big answer should be stored in a file"
-    path = cache_dir / "responses" / filename
-    path.write_bytes(path.read_bytes()[:1000])
+def _truncate_big_value(cache_dir: Path, key: str) -> None:
+    ((filename, size),) = _sql(cache_dir, "SELECT filename, length(value) FROM Cache WHERE key = ?", (key,))
+    assert filename is None and size > _BIG, "the big answer should be stored in the row, not in a file"
+    _truncate_value(cache_dir, key)
 
 
 def _wrong_types() -> bytes:
@@ -113,7 +114,7 @@ DAMAGE: dict[str, tuple[int, Callable[[Path, str], None], str]] = {
     "wrong-shape": (2, _set_value(b'["not", "an", "entry"]'), "unexpected shape"),
     "wrong-types": (3, _set_value(_wrong_types()), "unexpected shape"),
     "not-json-text": (4, _set_value(b"{'text': 'python repr'}"), "Expecting property name"),
-    "truncated-file": (5, _truncate_file, "Unterminated string"),
+    "truncated-big-row": (5, _truncate_big_value, "Unterminated string"),
 }
 
 
@@ -175,7 +176,8 @@ def _plant_row(cache_dir: Path, key: str, payload: bytes) -> None:
 def _plant_file(cache_dir: Path, key: str, payload: bytes) -> None:
     """The same, with the pickle in a value file the row points at (how diskcache stores big pickles)."""
     (cache_dir / "responses" / "planted.val").write_bytes(payload)
-    _sql(cache_dir, "UPDATE Cache SET mode = 4, filename = 'planted.val', value = NULL WHERE key = ?", (key,))
+    _plant_row(cache_dir, key, b"")
+    _sql(cache_dir, "UPDATE Cache SET filename = 'planted.val', value = NULL WHERE key = ?", (key,))
 
 
 def test_a_planted_pickle_is_never_unpickled(
@@ -196,15 +198,21 @@ def test_a_planted_pickle_is_never_unpickled(
     cache = ResponseCache(cache_dir)
     try:
         assert cache.get(keys[0]) is None and cache.get(keys[1]) is None
-        assert len(cache.warnings) == 2 and all("never unpickled" in w for w in cache.warnings), cache.warnings
+        dropped, refused = cache.warnings
+        assert "1 entry in" in dropped and "named a file ('planted.val')" in dropped, dropped
+        assert refused.startswith(f"cache entry {keys[0][:12]} is unreadable (cache value has mode 4;"), refused
     finally:
         cache.close()
+    _plant_row(cache_dir, keys[0], payload)  # both again: the look above dropped or skipped them
+    _plant_file(cache_dir, keys[1], payload)
     first = server.count
     code, lines = _run(cache_dir, corpus, capsys)
     _TOTALS["tried"] += 2
     assert code == 0
     assert len(lines) == 2, lines
-    assert all("mode 4; only JSON bytes are accepted (never unpickled)" in line for line in lines), lines
+    assert lines[0].startswith("warning: 1 entry in") and "never reads, writes or deletes such files" in lines[0]
+    assert "mode 4; only JSON bytes are accepted (never unpickled)" in lines[1], lines
+    assert (cache_dir / "responses" / "planted.val").read_bytes() == payload, "the planted file is left alone"
     assert server.count - first == 2
     assert not marker.exists(), "a planted pickle was unpickled"
     _TOTALS["survived"] += 2
@@ -254,3 +262,57 @@ def test_a_missing_cache_directory_is_created(
     cache_dir = tmp_path / "not" / "yet" / "there"
     assert _run(cache_dir, corpus, capsys) == (0, [])
     assert len(_keys(cache_dir)) == len(_CASES)
+
+
+def test_a_pickle_planted_in_a_lease_row_is_broken_with_a_warning(
+    env: tuple[FakeServer, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lease row holding a pickle: never unpickled, never waited on; removed with one warning."""
+    server, corpus, cache_dir = env
+    assert _run(cache_dir, corpus, capsys) == (0, [])
+    keys = _keys(cache_dir)
+    marker = tmp_path / "pwned"
+    _sql(cache_dir, "DELETE FROM Cache WHERE key = ?", (keys[0],))  # a miss, so the rerun takes its lease
+    _plant_row(cache_dir, "lock:" + keys[0], pickle.dumps(_Exploit(marker)))
+
+    first = server.count
+    code, lines = _run(cache_dir, corpus, capsys)
+    _TOTALS["tried"] += 1
+    assert code == 0, lines
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"warning: the lease on sample {keys[0][:12]} is unreadable (cache value has mode 4")
+    assert lines[0].endswith("removed it"), lines[0]
+    assert server.count - first == 1
+    assert not marker.exists(), "a planted pickle was unpickled"
+    assert _sql(cache_dir, "SELECT count(*) FROM Cache WHERE key LIKE 'lock:%'", ()) == [(0,)]
+    _TOTALS["survived"] += 1
+
+
+def _damage_the_middle(db: Path, length: int = 8192) -> None:
+    """Overwrite `length` bytes in the middle of the file with seeded noise, as a bad disk sector would."""
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + length] = random.Random(13).randbytes(length)
+    db.write_bytes(bytes(data))
+
+
+def test_a_corrupted_database_page_is_one_line_saying_how_to_repair(
+    env: tuple[FakeServer, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    server, corpus, cache_dir = env
+    assert _run(cache_dir, corpus, capsys) == (0, [])
+    responses = cache_dir / "responses"
+    _damage_the_middle(responses / "cache.db")
+
+    first = server.count
+    code, lines = _run(cache_dir, corpus, capsys)
+    _TOTALS["tried"] += 1
+    assert code == 1 and len(lines) == 1, lines
+    assert lines[0].startswith(f"reaction eval: error: the cache database {responses / 'cache.db'} is damaged (")
+    assert f"move it aside (mv {responses} {responses}.damaged) and rerun" in lines[0], lines[0]
+    assert server.count == first
+
+    responses.rename(responses.with_name("responses.damaged"))  # what the line says to do
+    assert _run(cache_dir, corpus, capsys) == (0, [])
+    assert server.count - first == len(_CASES)
+    _TOTALS["survived"] += 1
