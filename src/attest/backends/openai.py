@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from attest.backends.endpoint import Endpoint, check_api_key
+from attest.backends.models import identify
 from attest.backends.retry import RetryPolicy
 from attest.backends.settings import DEFAULT_OPENAI_BASE_URL, Settings
 from attest.backends.transport import Server, Wire, error_text, int_or_none, status_error
@@ -58,7 +59,7 @@ class OpenAIBackend:
         endpoint = base_url if isinstance(base_url, Endpoint) else Endpoint.parse(base_url, "the server's base URL")
         key = check_api_key(api_key, "the API key")
         self.kind = kind
-        self.model = model
+        self._model = model
         self.base_url = endpoint.url
         self.options = dict(options or DEFAULT_OPTIONS)
         self.retry = retry or RetryPolicy()
@@ -78,7 +79,7 @@ class OpenAIBackend:
             latency_s=latency,
             prompt_tokens=int_or_none(usage.get("prompt_tokens")),
             completion_tokens=int_or_none(usage.get("completion_tokens")),
-            model=self.model or self._server.mask(str(data.get("model", ""))),
+            model=self._model or self._server.mask(str(data.get("model", ""))),
             digest=self._digest,
         )
 
@@ -92,9 +93,23 @@ class OpenAIBackend:
             },
             **self.options,
         }
-        if self.model:
-            body["model"] = self.model
+        if self._model:
+            body["model"] = self._model
         return body
+
+    @property
+    def model(self) -> str:
+        """The model's id. When none was given, the server is asked once (`GET /v1/models`).
+
+        So the cache key (`Identity.of` reads this first) never holds an empty model:
+        a server that cannot name exactly one model is a BackendError saying to pass
+        --model. `chat_json` does not ask: without a cache, the server's default is fine.
+        """
+        if not self._model:
+            self._model, digest = identify(self._server)
+            if self._digest is None and digest:
+                self._digest = digest
+        return self._model
 
     def digest(self) -> str:
         """Whatever the server reports as its fingerprint (empty until the first answer, if none)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -84,10 +84,11 @@ class Server:
             raise self.redacted(exc) from None
         return data, self.mask(text), latency
 
-    def get(self, path: str, describe: Describe, *, retry: RetryPolicy | None = None) -> dict[str, Any]:
-        """One GET (no retries): the decoded JSON object, or a BackendError free of secrets."""
+    def get(self, path: str, describe: Describe, *, attempts: int = 1) -> dict[str, Any]:
+        """GET, tried up to `attempts` times: the decoded JSON object, or a BackendError free of secrets."""
+        policy = replace(self.retry, attempts=attempts)
         try:
-            return self._get_once(path, describe, retry or self.retry)
+            return with_retries(policy, lambda: self._get_once(path, describe, policy))
         except BackendError as exc:
             raise self.redacted(exc) from None
 
