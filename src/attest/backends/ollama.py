@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from attest.backends.endpoint import Endpoint
 from attest.backends.retry import RetryPolicy
-from attest.backends.settings import DEFAULT_OLLAMA_HOST, DEFAULT_OLLAMA_MODEL, Settings
+from attest.backends.settings import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_OLLAMA_HOST, DEFAULT_OLLAMA_MODEL, Settings
 from attest.backends.transport import Server, Wire, error_text, int_or_none, status_error
 from attest.backends.types import DEFAULT_OPTIONS, BackendError, ChatResponse, Message
 
@@ -46,13 +46,14 @@ class OllamaBackend:
         client: httpx.Client | None = None,
         options: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         endpoint = host if isinstance(host, Endpoint) else Endpoint.parse(host, "the Ollama host")
         self.model = model
         self.host = endpoint.url
         self.options = dict(options or DEFAULT_OPTIONS)
         self.retry = retry or RetryPolicy()
-        self._server = Server(endpoint, _WIRE, client=client, retry=self.retry)
+        self._server = Server(endpoint, _WIRE, client=client, retry=self.retry, max_bytes=max_answer_bytes)
         self._digest: str | None = None
 
     def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
@@ -125,4 +126,5 @@ def make_ollama(settings: Settings, client: httpx.Client | None = None) -> Ollam
         client=client,
         options=settings.options,
         retry=settings.retry,
+        max_answer_bytes=settings.max_answer_bytes,
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from attest.backends.endpoint import Endpoint, check_api_key
 from attest.backends.models import identify
 from attest.backends.retry import RetryPolicy
-from attest.backends.settings import DEFAULT_OPENAI_BASE_URL, Settings
+from attest.backends.settings import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_OPENAI_BASE_URL, Settings
 from attest.backends.transport import Server, Wire, error_text, int_or_none, status_error
 from attest.backends.types import DEFAULT_OPTIONS, BackendError, ChatResponse, Message
 
@@ -52,6 +52,7 @@ class OpenAIBackend:
         client: httpx.Client | None = None,
         options: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         api_key: str | None = None,
         digest: str | None = None,
         kind: str = "openai",
@@ -65,7 +66,15 @@ class OpenAIBackend:
         self.retry = retry or RetryPolicy()
         headers = {"Authorization": f"Bearer {key}"} if key else None
         secrets = (key, f"Bearer {key}") if key else ()
-        self._server = Server(endpoint, _WIRE, client=client, retry=self.retry, headers=headers, secrets=secrets)
+        self._server = Server(
+            endpoint,
+            _WIRE,
+            client=client,
+            retry=self.retry,
+            headers=headers,
+            secrets=secrets,
+            max_bytes=max_answer_bytes,
+        )
         self._digest = digest
 
     def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
@@ -137,5 +146,6 @@ def make_openai(settings: Settings, client: httpx.Client | None = None) -> OpenA
         client=client,
         options=settings.options,
         retry=settings.retry,
+        max_answer_bytes=settings.max_answer_bytes,
         api_key=settings.openai_api_key,
     )

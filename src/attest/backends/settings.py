@@ -14,6 +14,7 @@ from attest.backends.types import DEFAULT_OPTIONS
 from attest.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_MAX_ANSWER_BYTES",
     "DEFAULT_OLLAMA_HOST",
     "DEFAULT_OLLAMA_MODEL",
     "DEFAULT_OPENAI_BASE_URL",
@@ -25,6 +26,7 @@ __all__ = [
 DEFAULT_OLLAMA_MODEL = "gemma4:e2b"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080"
+DEFAULT_MAX_ANSWER_BYTES = 1_000_000  # a schema-bound answer is a few hundred bytes; 1 MB is far beyond any
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class Settings:
     options: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_OPTIONS))
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     openai_api_key: str | None = field(default=None, repr=False)
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
 
     @property
     def ollama_host(self) -> str:
@@ -71,7 +74,18 @@ class Settings:
             openai=Endpoint.parse(openai_url, "ATTEST_OPENAI_BASE_URL"),
             retry=retry or RetryPolicy(),
             openai_api_key=check_api_key(environ.get("ATTEST_OPENAI_API_KEY")),
+            max_answer_bytes=_byte_count(environ, "ATTEST_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES),
         )
+
+
+def _byte_count(environ: Mapping[str, str], name: str, default: int) -> int:
+    """A positive whole number of bytes from the environment, or ConfigError naming the variable."""
+    text = environ.get(name)
+    if text is None:
+        return default
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigError(f"{name}={text!r} is not a positive whole number of bytes: e.g. {name}={default}")
+    return int(text)
 
 
 def ollama_endpoint(host: str) -> Endpoint:

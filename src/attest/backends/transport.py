@@ -62,12 +62,15 @@ class Server:
         retry: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
         secrets: tuple[str, ...] = (),
+        max_bytes: int,
     ) -> None:
         self.endpoint = endpoint
         self.wire = wire
         self.retry = retry or RetryPolicy()
+        self.max_bytes = max_bytes
         self._client = client or new_client(endpoint.url)
-        self._headers = dict(headers or {})
+        # Compressed bodies would be inflated before the size cap could see them.
+        self._headers = {"Accept-Encoding": "identity", **(headers or {})}
         self._secrets = (*secrets, *endpoint.secrets)
 
     def shown(self, path: str) -> str:
@@ -107,11 +110,18 @@ class Server:
         self._client.close()
 
     def _send(self, method: str, path: str, retry: RetryPolicy, body: Mapping[str, Any] | None) -> httpx.Response:
+        """One request, its body streamed and read whole only within the size cap and the deadline.
+
+        `retry.timeout_s` bounds each wait for bytes (httpx) and the whole answer
+        (checked as each chunk arrives), so a server trickling bytes fails at about
+        the timeout; the worst case, a byte just under the timeout late, is twice it.
+        """
         import httpx
 
         auth = self.endpoint.auth if "Authorization" not in self._headers else None
+        deadline = time.monotonic() + retry.timeout_s
         try:
-            return self._client.request(
+            with self._client.stream(
                 method,
                 self.endpoint.url + path,
                 json=body,
@@ -119,9 +129,41 @@ class Server:
                 headers=self._headers,
                 auth=auth,
                 timeout=retry.timeout_s,
-            )
+            ) as resp:
+                content = self._read(resp, path, retry, deadline)
         except httpx.TransportError as exc:
             raise transport_error(exc, self.shown(path), self.wire.server, retry) from None
+        return _complete(resp, content)
+
+    def _read(self, resp: httpx.Response, path: str, retry: RetryPolicy, deadline: float) -> bytes:
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise self._too_big(path)
+        parts: list[bytes] = []
+        size = 0
+        for chunk in resp.iter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise self._too_big(path)
+            parts.append(chunk)
+            if time.monotonic() > deadline:
+                raise self._late(path, retry)
+        return b"".join(parts)
+
+    def _too_big(self, path: str) -> BackendError:
+        url = self.shown(path)
+        return BackendError(
+            f"{self.wire.server} at {url} sent an answer over the {self.max_bytes}-byte limit; "
+            "it was not kept (raise ATTEST_MAX_ANSWER_BYTES if such answers are expected)",
+            url=url,
+            cause=f"answer over {self.max_bytes} bytes",
+        )
+
+    def _late(self, path: str, retry: RetryPolicy) -> BackendError:
+        url, cause = self.shown(path), f"no whole answer within {retry.timeout_s:g} s"
+        return BackendError(
+            f"cannot get an answer from {self.wire.server} at {url} ({cause})", url=url, retryable=True, cause=cause
+        )
 
     def _post_once(self, path: str, body: Mapping[str, Any], describe: Describe) -> tuple[dict[str, Any], str, float]:
         start = time.perf_counter()
@@ -142,6 +184,15 @@ class Server:
         if resp.status_code >= 400:
             raise describe(resp, self.shown(path))
         return decode(resp, self.shown(path), self.wire.server)
+
+
+def _complete(resp: httpx.Response, content: bytes) -> httpx.Response:
+    """A read, closed response rebuilt around `content` (already decoded), for `decode` and `describe`."""
+    import httpx
+
+    dropped = ("content-encoding", "content-length", "transfer-encoding")
+    headers = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in dropped]
+    return httpx.Response(resp.status_code, headers=headers, content=content, request=resp.request)
 
 
 def is_loopback(url: str) -> bool:
