@@ -322,7 +322,9 @@ def test_a_backend_failure_mid_search_ends_the_run_at_once(
     thread.start()
     monkeypatch.setenv("ATTEST_OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
     try:
-        code = optimiser.main(["--backend", "openai", "--retries", "1", "--cache-dir", str(tmp_path), "--budget", "3"])
+        code = optimiser.main(
+            ["--backend", "openai", "--model", "m", "--retries", "1", "--cache-dir", str(tmp_path), "--budget", "3"]
+        )
     finally:
         server.shutdown()
         server.server_close()

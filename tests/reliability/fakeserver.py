@@ -40,7 +40,8 @@ from typing import Any
 __all__ = ["FAULTS", "ROOT", "AnswerFn", "FakeServer", "Recorded", "reaction_answer", "reaction_command", "script_env"]
 
 CHAT_PATH = "/v1/chat/completions"
-FAULTS = ("ok", "500", "503", "slow", "reset", "truncated", "not-json", "404", "401")
+MODELS_PATH = "/v1/models"
+FAULTS = ("ok", "500", "503", "slow", "reset", "truncated", "not-json", "404", "401", "trickle", "huge", "deep")
 
 Body = dict[str, Any]
 AnswerFn = Callable[[Body], str]
@@ -95,6 +96,11 @@ class FakeServer:
         self.delay = delay
         self.slow_s = 2.0
         self.retry_after = "1"
+        self.trickle_s = 0.2  # the "trickle" fault: one byte of the body per trickle_s
+        self.huge_bytes = 5_000_000  # the "huge" fault: a valid answer whose content is this long
+        self.deep = 100_000  # the "deep" fault: a JSON body nested this deep
+        self.models: list[str] | None = ["fake-model"]  # GET /v1/models lists these; None answers 404
+        self.model_lists: list[Recorded] = []  # every GET /v1/models
         self.on_answered: Callable[[Recorded], None] | None = None
         self._fault = "ok"
         self._fault_after = 0
@@ -186,7 +192,15 @@ class _Handler(BaseHTTPRequestHandler):
         """No access log on stderr."""
 
     def do_GET(self) -> None:
-        self._json(404, {"error": {"message": f"no route {self.path}"}})
+        fake = self.server.fake
+        if self.path.split("?")[0] != MODELS_PATH or fake.models is None:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        record = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, {}, time.time())
+        with fake._lock:
+            fake.model_lists.append(record)
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": "fake"} for name in fake.models]
+        self._json(200, {"object": "list", "data": data})
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -194,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
         record, fault = fake._receive(self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
         if fake.delay:
             time.sleep(fake.delay)
-        if self.path != CHAT_PATH:
+        if self.path.split("?")[0] != CHAT_PATH:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         _FAULT_HANDLERS[fault](self, record)
@@ -274,6 +288,41 @@ class _Handler(BaseHTTPRequestHandler):
         got = record.headers.get("authorization", "(none)")
         self._error(401, f"Incorrect API key provided: {got}", "invalid_api_key")
 
+    def _trickle(self, record: Recorded) -> None:
+        """A good answer, one byte every `trickle_s` seconds (each byte resets a per-read timeout)."""
+        payload = json.dumps(completion(self.server.fake.answer(record.body))).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        try:
+            for i in range(len(payload)):
+                self.wfile.write(payload[i : i + 1])
+                self.wfile.flush()
+                time.sleep(self.server.fake.trickle_s)
+        except OSError:
+            self.close_connection = True
+
+    def _huge(self, record: Recorded) -> None:
+        """A valid completion whose content is `huge_bytes` long, sent in 64 kB chunks."""
+        filler = "x" * self.server.fake.huge_bytes
+        payload = json.dumps(completion(json.dumps({"verdict": True, "confidence": 3, "reasoning": filler})))
+        data = payload.encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            for i in range(0, len(data), 1 << 16):
+                self.wfile.write(data[i : i + (1 << 16)])
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+    def _deep(self, record: Recorded) -> None:
+        depth = self.server.fake.deep
+        self._send(200, b"[" * depth + b"]" * depth, "application/json")
+
 
 _FAULT_HANDLERS: dict[str, Callable[[_Handler, Recorded], None]] = {
     "ok": _Handler._ok,
@@ -285,6 +334,9 @@ _FAULT_HANDLERS: dict[str, Callable[[_Handler, Recorded], None]] = {
     "not-json": _Handler._not_json,
     "404": _Handler._404,
     "401": _Handler._401,
+    "trickle": _Handler._trickle,
+    "huge": _Handler._huge,
+    "deep": _Handler._deep,
 }
 
 

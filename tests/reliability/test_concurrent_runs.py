@@ -38,7 +38,7 @@ def _write_corpora(tmp_path: Path) -> list[Path]:
 
 def _expected(corpora: list[Path]) -> dict[str, str]:
     """request key -> the answer the server gives, over the union of the four corpora."""
-    identity = Identity("openai", "", "", Settings().options)
+    identity = Identity("openai", "fake-model", "", Settings().options)
     expected = {}
     for path in corpora:
         for p in plan(TASK, load_cases(path), identity, 1):

@@ -44,7 +44,7 @@ def _command(cache_dir: Path) -> list[str]:
 
 def _planned_keys() -> dict[str, str]:
     """messages (canonical JSON) -> request key, for every sample of the split-all reaction run."""
-    identity = Identity("openai", "", "", Settings().options)
+    identity = Identity("openai", "fake-model", "", Settings().options)
     planned = plan(TASK, load_cases(), identity, 1)
     return {json.dumps(p.messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False): p.key for p in planned}
 

@@ -26,7 +26,8 @@ from tests.reliability.fakeserver import FakeServer
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning")
 
 _REASON = "The item is a nickel photoredox coupling, squarely her bench chemistry."
-_MB = 1024 * 1024
+# Large, but under the default 1 MB answer cap (answers over it are refused: test_backend_bounds.py).
+_LARGE = 900_000
 
 # fault -> (the message content the model "answers", words the prose error must hold)
 OUTPUTS: dict[str, tuple[str, str]] = {
@@ -40,7 +41,7 @@ OUTPUTS: dict[str, tuple[str, str]] = {
         "field 'mood': Extra inputs are not permitted",
     ),
     "empty": ("", "output is not valid JSON: Expecting value at char 0"),
-    "1mb": (json.dumps({"verdict": True, "confidence": 4, "reasoning": "x" * _MB}), "field 'reasoning'"),
+    "900kb": (json.dumps({"verdict": True, "confidence": 4, "reasoning": "x" * _LARGE}), "field 'reasoning'"),
     "nan-confidence": (f'{{"verdict": true, "confidence": NaN, "reasoning": "{_REASON}"}}', "NaN is not a JSON number"),
     "wrong-types": (
         json.dumps({"verdict": "probably", "confidence": "high", "reasoning": 7}),
@@ -100,7 +101,7 @@ def test_malformed_answers_score_zero_with_a_prose_error(
 
 
 def _assert_answers_cached_verbatim(cache_dir: Path, ids: list[str]) -> None:
-    """The malformed answers are data: cached as sent (the 1 MB one too), so a rescore needs no model."""
+    """The malformed answers are data: cached as sent (the 900 kB one too), so a rescore needs no model."""
     (manifest,) = (cache_dir / "runs").glob("*/manifest.json")
     samples = json.loads(manifest.read_text(encoding="utf-8"))["samples"]
     cache = ResponseCache(cache_dir)

@@ -25,9 +25,7 @@ def make_auto(settings: Settings, client: httpx.Client | None, say: Callable[[st
     """Probe Ollama's `/api/tags` once (one try, 2 s); use Ollama if it has the model, else `local`."""
     model = settings.model or DEFAULT_OLLAMA_MODEL
     quick = replace(settings.retry, attempts=1, timeout_s=2.0)
-    probe = OllamaBackend(
-        model, host=settings.ollama_host, client=client or new_client(settings.ollama_host), retry=quick
-    )
+    probe = OllamaBackend(model, host=settings.ollama, client=client or new_client(settings.ollama_host), retry=quick)
     try:
         probe.digest()
     except BackendError as exc:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from attest.backends.llamacpp import file_digest, gguf_path, require_xllamacpp, shared_server
 from attest.backends.openai import OpenAIBackend
 from attest.backends.retry import RetryPolicy
-from attest.backends.settings import Settings
+from attest.backends.settings import DEFAULT_MAX_ANSWER_BYTES, Settings
 from attest.backends.types import DEFAULT_OPTIONS, ChatResponse, Message
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ class LocalBackend:
         client: httpx.Client | None = None,
         options: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         require_xllamacpp()
         path = gguf_path()
@@ -45,6 +46,7 @@ class LocalBackend:
         self._digest = file_digest(path)
         self._client = client
         self._retry = retry
+        self._max_answer_bytes = max_answer_bytes
         self._inner: OpenAIBackend | None = None
 
     def digest(self) -> str:
@@ -63,6 +65,7 @@ class LocalBackend:
                 retry=self._retry,
                 digest=self._digest,
                 kind="local",
+                max_answer_bytes=self._max_answer_bytes,
             )
         return self._inner
 
@@ -73,4 +76,6 @@ class LocalBackend:
 
 def make_local(settings: Settings, client: httpx.Client | None = None) -> LocalBackend:
     """The local backend with `settings`' options and retries (the model is always SmolLM2-135M)."""
-    return LocalBackend(client=client, options=settings.options, retry=settings.retry)
+    return LocalBackend(
+        client=client, options=settings.options, retry=settings.retry, max_answer_bytes=settings.max_answer_bytes
+    )

@@ -5,18 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from attest.backends.endpoint import Endpoint
 from attest.backends.retry import RetryPolicy
-from attest.backends.settings import DEFAULT_OLLAMA_HOST, DEFAULT_OLLAMA_MODEL, Settings
-from attest.backends.transport import (
-    Wire,
-    decode,
-    error_text,
-    int_or_none,
-    new_client,
-    post_json,
-    status_error,
-    transport_error,
-)
+from attest.backends.settings import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_OLLAMA_HOST, DEFAULT_OLLAMA_MODEL, Settings
+from attest.backends.transport import Server, Wire, error_text, int_or_none, status_error
 from attest.backends.types import DEFAULT_OPTIONS, BackendError, ChatResponse, Message
 
 if TYPE_CHECKING:
@@ -38,7 +30,11 @@ _WIRE = Wire("Ollama", OLLAMA_HINT, _ollama_text, "message.content")
 
 
 class OllamaBackend:
-    """Ollama's native API: `POST /api/chat` with `format` set to the JSON schema."""
+    """Ollama's native API: `POST /api/chat` with `format` set to the JSON schema.
+
+    `host` is a URL or an `Endpoint`; credentials in it are sent as Basic auth and
+    never shown.
+    """
 
     kind = "ollama"
 
@@ -46,29 +42,28 @@ class OllamaBackend:
         self,
         model: str = DEFAULT_OLLAMA_MODEL,
         *,
-        host: str = DEFAULT_OLLAMA_HOST,
+        host: str | Endpoint = DEFAULT_OLLAMA_HOST,
         client: httpx.Client | None = None,
         options: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
+        endpoint = host if isinstance(host, Endpoint) else Endpoint.parse(host, "the Ollama host")
         self.model = model
-        self.host = host.rstrip("/")
+        self.host = endpoint.url
         self.options = dict(options or DEFAULT_OPTIONS)
         self.retry = retry or RetryPolicy()
-        self._client = client or new_client(self.host)
+        self._server = Server(endpoint, _WIRE, client=client, retry=self.retry, max_bytes=max_answer_bytes)
         self._digest: str | None = None
 
     def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
-        url = f"{self.host}/api/chat"
-        data, text, latency = post_json(
-            self._client, url, self._body(messages, schema), self.retry, self._describe, _WIRE
-        )
+        data, text, latency = self._server.post("/api/chat", self._body(messages, schema), self._describe)
         return ChatResponse(
             text=text,
             latency_s=latency,
             prompt_tokens=int_or_none(data.get("prompt_eval_count")),
             completion_tokens=int_or_none(data.get("eval_count")),
-            model=str(data.get("model", self.model)),
+            model=self._server.mask(str(data.get("model", self.model))),
             digest=self.digest(),
         )
 
@@ -91,23 +86,18 @@ class OllamaBackend:
         return self._digest
 
     def _fetch_digest(self) -> str:
-        import httpx
-
-        url = f"{self.host}/api/tags"
         try:
-            resp = self._client.get(url, timeout=self.retry.timeout_s)
-        except httpx.TransportError as exc:
-            raise self._unreachable(transport_error(exc, url, "Ollama", self.retry)) from None
-        if resp.status_code >= 400:
-            raise self._describe(resp)
-        models = decode(resp, url, "Ollama").get("models") or []
+            listed = self._server.get("/api/tags", self._describe).get("models")
+        except BackendError as exc:
+            raise self._unreachable(exc) if exc.retryable else exc from None
+        models = listed if isinstance(listed, list) else []
         for entry in models:
             if isinstance(entry, dict) and self.model in (entry.get("name"), entry.get("model")):
-                return str(entry.get("digest", ""))
+                return self._server.mask(str(entry.get("digest", "")))
         for entry in models:
             if isinstance(entry, dict) and entry.get("name") == f"{self.model}:latest":
-                return str(entry.get("digest", ""))
-        raise self._not_pulled(url)
+                return self._server.mask(str(entry.get("digest", "")))
+        raise self._not_pulled(self._server.shown("/api/tags"))
 
     def _unreachable(self, err: BackendError) -> BackendError:
         return BackendError(f"{err}: {OLLAMA_HINT}", url=err.url, cause=err.cause)
@@ -119,22 +109,22 @@ class OllamaBackend:
             cause=f"model {self.model} is not pulled",
         )
 
-    def _describe(self, resp: httpx.Response) -> BackendError:
-        url = str(resp.request.url)
+    def _describe(self, resp: httpx.Response, url: str) -> BackendError:
         if resp.status_code == 404 and "not found" in error_text(resp).lower():
             return self._not_pulled(url)
         return status_error(resp, url, "Ollama", "check OLLAMA_HOST")
 
     def close(self) -> None:
-        self._client.close()
+        self._server.close()
 
 
 def make_ollama(settings: Settings, client: httpx.Client | None = None) -> OllamaBackend:
     """The ollama backend `settings` describe (model default gemma4:e2b, host from OLLAMA_HOST)."""
     return OllamaBackend(
         settings.model or DEFAULT_OLLAMA_MODEL,
-        host=settings.ollama_host,
+        host=settings.ollama,
         client=client,
         options=settings.options,
         retry=settings.retry,
+        max_answer_bytes=settings.max_answer_bytes,
     )

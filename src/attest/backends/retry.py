@@ -33,12 +33,12 @@ class RetryPolicy:
         return float(min(self.backoff_s * 2 ** (attempt - 1), self.max_wait_s))
 
 
-def with_retries(policy: RetryPolicy, once: Callable[[], T], hint: str) -> T:
+def with_retries(policy: RetryPolicy, once: Callable[[], T], hint: str | None = None) -> T:
     """Call `once` until it returns, at most `policy.attempts` times.
 
     Only a `BackendError` with `retryable` set is tried again, after the policy's
     wait (the server's Retry-After honoured, within the cap). The last error is
-    raised; a retryable one says how many attempts were made and what to do (`hint`).
+    raised; a retryable one says how many attempts were made and what to do (`hint`, if given).
     """
     last: BackendError | None = None
     attempt = 0
@@ -54,4 +54,5 @@ def with_retries(policy: RetryPolicy, once: Callable[[], T], hint: str) -> T:
     if not last.retryable:
         raise last
     tries = f" after {attempt} attempts" if attempt > 1 else ""
-    raise BackendError(f"{last}{tries}: {hint}", url=last.url, retryable=True, cause=last.cause)
+    advice = f": {hint}" if hint else ""
+    raise BackendError(f"{last}{tries}{advice}", url=last.url, retryable=True, cause=last.cause)

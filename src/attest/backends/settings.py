@@ -8,37 +8,52 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from attest.backends.endpoint import Endpoint, check_api_key
 from attest.backends.retry import RetryPolicy
 from attest.backends.types import DEFAULT_OPTIONS
-from attest.errors import AttestError
+from attest.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_MAX_ANSWER_BYTES",
     "DEFAULT_OLLAMA_HOST",
     "DEFAULT_OLLAMA_MODEL",
     "DEFAULT_OPENAI_BASE_URL",
     "Settings",
     "normalise_ollama_host",
+    "ollama_endpoint",
 ]
 
 DEFAULT_OLLAMA_MODEL = "gemma4:e2b"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080"
+DEFAULT_MAX_ANSWER_BYTES = 1_000_000  # a schema-bound answer is a few hundred bytes; 1 MB is far beyond any
 
 
 @dataclass(frozen=True)
 class Settings:
     """Configuration resolved once at an entry point: argument, then environment, then default.
 
-    `backend` is checked against the registry by `make_backend`, which lists the known kinds.
+    `backend` is checked against the registry by `make_backend`, which lists the known
+    kinds. The two endpoints keep any credentials their URLs carried out of `repr`
+    and out of `ollama_host` / `openai_base_url`, which are safe to show.
     """
 
     backend: str = "ollama"
     model: str = ""
-    ollama_host: str = DEFAULT_OLLAMA_HOST
-    openai_base_url: str = DEFAULT_OPENAI_BASE_URL
+    ollama: Endpoint = field(default_factory=lambda: Endpoint(DEFAULT_OLLAMA_HOST))
+    openai: Endpoint = field(default_factory=lambda: Endpoint(DEFAULT_OPENAI_BASE_URL))
     options: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_OPTIONS))
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     openai_api_key: str | None = field(default=None, repr=False)
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+
+    @property
+    def ollama_host(self) -> str:
+        return self.ollama.url
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.openai.url
 
     @classmethod
     def resolve(
@@ -51,31 +66,54 @@ class Settings:
         retry: RetryPolicy | None = None,
     ) -> Settings:
         environ = os.environ if env is None else env
+        openai_url = environ.get("ATTEST_OPENAI_BASE_URL", "").strip() or DEFAULT_OPENAI_BASE_URL
         return cls(
             backend=backend or environ.get("ATTEST_BACKEND") or default_backend,
             model=model or environ.get("ATTEST_MODEL", ""),
-            ollama_host=normalise_ollama_host(environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_HOST)),
-            openai_base_url=environ.get("ATTEST_OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL).rstrip("/"),
+            ollama=ollama_endpoint(environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_HOST)),
+            openai=Endpoint.parse(openai_url, "ATTEST_OPENAI_BASE_URL"),
             retry=retry or RetryPolicy(),
-            openai_api_key=environ.get("ATTEST_OPENAI_API_KEY") or None,
+            openai_api_key=check_api_key(environ.get("ATTEST_OPENAI_API_KEY")),
+            max_answer_bytes=_byte_count(environ, "ATTEST_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES),
         )
 
 
-def normalise_ollama_host(host: str) -> str:
+def _byte_count(environ: Mapping[str, str], name: str, default: int) -> int:
+    """A positive whole number of bytes from the environment, or ConfigError naming the variable."""
+    text = environ.get(name)
+    if text is None:
+        return default
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigError(f"{name}={text!r} is not a positive whole number of bytes: e.g. {name}={default}")
+    return int(text)
+
+
+def ollama_endpoint(host: str) -> Endpoint:
     """Read OLLAMA_HOST as Ollama does: `host`, `host:port`, `scheme://host[:port][/path]`, `[::1]:port`.
 
     Without a scheme the port defaults to 11434; with one, to the scheme's own port.
-    0.0.0.0 (and ::), which Ollama binds to, mean this machine.
+    0.0.0.0 (and ::), which Ollama binds to, mean this machine. Credentials in it
+    (`http://user:pass@host`) are kept for Basic auth and never shown.
     """
     text = host.strip() or DEFAULT_OLLAMA_HOST
     explicit = "://" in text
-    parts = urlsplit(text if explicit else "http://" + text)
+    try:
+        parts = urlsplit(text if explicit else "http://" + text)
+        port = parts.port or (443 if parts.scheme == "https" else 80 if explicit else 11434)
+    except ValueError:
+        shown = f"={host!r}" if "@" not in host and "?" not in host else ""
+        raise ConfigError(
+            f"OLLAMA_HOST{shown} has an invalid port or host: use host:port, e.g. 127.0.0.1:11434 or [::1]:11434"
+        ) from None
     hostname = parts.hostname or "127.0.0.1"
     if hostname in ("0.0.0.0", "::"):
         hostname = "127.0.0.1"
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80 if explicit else 11434)
-    except ValueError:
-        raise AttestError(f"OLLAMA_HOST={host!r} has an invalid port: use host:port, e.g. 127.0.0.1:11434") from None
-    shown = f"[{hostname}]" if ":" in hostname else hostname
-    return f"{parts.scheme}://{shown}:{port}{parts.path.rstrip('/')}"
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = (f"{userinfo}@" if userinfo else "") + (f"[{hostname}]" if ":" in hostname else hostname)
+    query = f"?{parts.query}" if parts.query else ""
+    return Endpoint.parse(f"{parts.scheme}://{netloc}:{port}{parts.path}{query}", "OLLAMA_HOST")
+
+
+def normalise_ollama_host(host: str) -> str:
+    """OLLAMA_HOST as the base URL attest shows and sends to (credentials left out)."""
+    return ollama_endpoint(host).url

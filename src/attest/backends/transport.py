@@ -1,5 +1,8 @@
-"""HTTP helpers the two HTTP backends share: the client, the retried POST, and errors as one line.
+"""HTTP helpers the two HTTP backends share: one `Server` per backend, and errors as one line.
 
+A `Server` holds the endpoint, the client, the retry policy and the headers, and it
+masks every secret it holds (API key, URL credentials) in every error it raises and
+in every answer it returns, so no secret reaches a message, a cache entry or a report.
 httpx is imported inside the functions that make a request, so importing a backend
 module (as every offline run and rescore does) stays cheap.
 """
@@ -9,10 +12,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from attest.backends.endpoint import Endpoint, redact
 from attest.backends.retry import RetryPolicy, with_retries
 from attest.backends.types import BackendError
 
@@ -20,16 +24,20 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "Describe",
+    "Server",
     "Wire",
     "decode",
     "error_text",
     "int_or_none",
     "is_loopback",
     "new_client",
-    "post_json",
     "status_error",
     "transport_error",
 ]
+
+# Makes the error for a refused request from the response and the URL as messages show it.
+Describe = Callable[["httpx.Response", str], BackendError]
 
 
 @dataclass(frozen=True)
@@ -42,50 +50,149 @@ class Wire:
     answer_field: str
 
 
-def post_json(
-    client: httpx.Client,
-    url: str,
-    body: Mapping[str, Any],
-    retry: RetryPolicy,
-    describe: Callable[[httpx.Response], BackendError],
-    wire: Wire,
-    headers: Mapping[str, str] | None = None,
-) -> tuple[dict[str, Any], str, float]:
-    """POST with bounded retries; return the decoded body, the answer text in it, and the good try's latency.
+class Server:
+    """One model server as a backend speaks to it; every error and answer it hands back is free of secrets."""
 
-    Only transport faults, 5xx, 429 and garbled or answerless bodies are retried;
-    the final error names the URL, the cause, the number of attempts and what to do.
-    """
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        wire: Wire,
+        *,
+        client: httpx.Client | None = None,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        secrets: tuple[str, ...] = (),
+        max_bytes: int,
+    ) -> None:
+        self.endpoint = endpoint
+        self.wire = wire
+        self.retry = retry or RetryPolicy()
+        self.max_bytes = max_bytes
+        self._client = client or new_client(endpoint.url)
+        # Compressed bodies would be inflated before the size cap could see them.
+        self._headers = {"Accept-Encoding": "identity", **(headers or {})}
+        self._secrets = (*secrets, *endpoint.secrets)
 
-    def once() -> tuple[dict[str, Any], str, float]:
-        return _post_once(client, url, body, retry, describe, wire, headers)
+    def shown(self, path: str) -> str:
+        """The URL of `path` as messages show it (no credentials)."""
+        return self.endpoint.shown(path)
 
-    return with_retries(retry, once, wire.hint)
+    def post(self, path: str, body: Mapping[str, Any], describe: Describe) -> tuple[dict[str, Any], str, float]:
+        """POST with bounded retries; the decoded body, the answer text in it, and the good try's latency."""
+        try:
+            data, text, latency = with_retries(
+                self.retry, lambda: self._post_once(path, body, describe), self.wire.hint
+            )
+        except BackendError as exc:
+            raise self.redacted(exc) from None
+        return data, self.mask(text), latency
+
+    def get(self, path: str, describe: Describe, *, attempts: int = 1) -> dict[str, Any]:
+        """GET, tried up to `attempts` times: the decoded JSON object, or a BackendError free of secrets."""
+        policy = replace(self.retry, attempts=attempts)
+        try:
+            return with_retries(policy, lambda: self._get_once(path, describe, policy))
+        except BackendError as exc:
+            raise self.redacted(exc) from None
+
+    def mask(self, text: str) -> str:
+        """`text` with every secret this server holds replaced by `[redacted]`."""
+        return redact(text, self._secrets) if self._secrets else text
+
+    def redacted(self, exc: BackendError) -> BackendError:
+        """`exc` again, its message and cause free of secrets."""
+        message, cause = self.mask(str(exc)), self.mask(exc.cause)
+        if message == str(exc) and cause == exc.cause:
+            return exc
+        return BackendError(message, url=exc.url, retryable=exc.retryable, cause=cause, retry_after=exc.retry_after)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _send(self, method: str, path: str, retry: RetryPolicy, body: Mapping[str, Any] | None) -> httpx.Response:
+        """One request, its body streamed and read whole only within the size cap and the deadline.
+
+        `retry.timeout_s` bounds each wait for bytes (httpx) and the whole answer
+        (checked as each chunk arrives), so a server trickling bytes fails at about
+        the timeout; the worst case, a byte just under the timeout late, is twice it.
+        """
+        import httpx
+
+        auth = self.endpoint.auth if "Authorization" not in self._headers else None
+        deadline = time.monotonic() + retry.timeout_s
+        try:
+            with self._client.stream(
+                method,
+                self.endpoint.url + path,
+                json=body,
+                params=list(self.endpoint.params),
+                headers=self._headers,
+                auth=auth,
+                timeout=retry.timeout_s,
+            ) as resp:
+                content = self._read(resp, path, retry, deadline)
+        except httpx.TransportError as exc:
+            raise transport_error(exc, self.shown(path), self.wire.server, retry) from None
+        return _complete(resp, content)
+
+    def _read(self, resp: httpx.Response, path: str, retry: RetryPolicy, deadline: float) -> bytes:
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise self._too_big(path)
+        parts: list[bytes] = []
+        size = 0
+        for chunk in resp.iter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise self._too_big(path)
+            parts.append(chunk)
+            if time.monotonic() > deadline:
+                raise self._late(path, retry)
+        return b"".join(parts)
+
+    def _too_big(self, path: str) -> BackendError:
+        url = self.shown(path)
+        return BackendError(
+            f"{self.wire.server} at {url} sent an answer over the {self.max_bytes}-byte limit; "
+            "it was not kept (raise ATTEST_MAX_ANSWER_BYTES if such answers are expected)",
+            url=url,
+            cause=f"answer over {self.max_bytes} bytes",
+        )
+
+    def _late(self, path: str, retry: RetryPolicy) -> BackendError:
+        url, cause = self.shown(path), f"no whole answer within {retry.timeout_s:g} s"
+        return BackendError(
+            f"cannot get an answer from {self.wire.server} at {url} ({cause})", url=url, retryable=True, cause=cause
+        )
+
+    def _post_once(self, path: str, body: Mapping[str, Any], describe: Describe) -> tuple[dict[str, Any], str, float]:
+        start = time.perf_counter()
+        resp = self._send("POST", path, self.retry, body)
+        if resp.status_code >= 400:
+            raise describe(resp, self.shown(path))
+        data = decode(resp, self.shown(path), self.wire.server)
+        text = self.wire.answer(data)
+        if text is None:
+            url = self.shown(path)
+            raise BackendError(
+                f"{self.wire.server} at {url} answered without {self.wire.answer_field}", url=url, retryable=True
+            )
+        return data, text, time.perf_counter() - start
+
+    def _get_once(self, path: str, describe: Describe, retry: RetryPolicy) -> dict[str, Any]:
+        resp = self._send("GET", path, retry, None)
+        if resp.status_code >= 400:
+            raise describe(resp, self.shown(path))
+        return decode(resp, self.shown(path), self.wire.server)
 
 
-def _post_once(
-    client: httpx.Client,
-    url: str,
-    body: Mapping[str, Any],
-    retry: RetryPolicy,
-    describe: Callable[[httpx.Response], BackendError],
-    wire: Wire,
-    headers: Mapping[str, str] | None,
-) -> tuple[dict[str, Any], str, float]:
+def _complete(resp: httpx.Response, content: bytes) -> httpx.Response:
+    """A read, closed response rebuilt around `content` (already decoded), for `decode` and `describe`."""
     import httpx
 
-    start = time.perf_counter()
-    try:
-        resp = client.post(url, json=body, headers=headers, timeout=retry.timeout_s)
-    except httpx.TransportError as exc:
-        raise transport_error(exc, url, wire.server, retry) from None
-    if resp.status_code >= 400:
-        raise describe(resp)
-    data = decode(resp, url, wire.server)
-    text = wire.answer(data)
-    if text is None:
-        raise BackendError(f"{wire.server} at {url} answered without {wire.answer_field}", url=url, retryable=True)
-    return data, text, time.perf_counter() - start
+    dropped = ("content-encoding", "content-length", "transfer-encoding")
+    headers = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in dropped]
+    return httpx.Response(resp.status_code, headers=headers, content=content, request=resp.request)
 
 
 def is_loopback(url: str) -> bool:

@@ -62,10 +62,16 @@ class ChatJSON(Protocol):
 
 
 class Backend(Protocol):
-    """One model behind one server. `chat_json` is the only call the rest of attest makes."""
+    """One model behind one server. `chat_json` is the only call the rest of attest makes.
+
+    `model` and `digest()` are the model's identity for a cache key; reading them may
+    ask the server once (Ollama's `/api/tags`, an OpenAI server's `/v1/models`).
+    """
 
     kind: str
-    model: str
+
+    @property
+    def model(self) -> str: ...
 
     @property
     def options(self) -> Mapping[str, Any]: ...
