@@ -139,6 +139,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
             corpus_sha256=corpus_digests(spec.corpus),
         ),
         samples=[SampleRef(case=p.case.id, sample=p.sample, key=p.key) for p in planned],
+        case_sha256={c.id: provenance.case_sha256(c) for c in spec.cases},
     )
 
 

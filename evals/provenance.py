@@ -16,6 +16,7 @@ from evals.cache import canonical_json
 
 __all__ = [
     "PROJECT_ROOT",
+    "case_sha256",
     "corpus_ref",
     "git_state",
     "prompt_fingerprint",
@@ -42,6 +43,12 @@ def prompt_fingerprint(requests: Sequence[tuple[Sequence[Mapping[str, str]], Map
     sample count are recorded beside it, not in it.
     """
     return sha256_text(canonical_json([{"messages": list(m), "schema": s} for m, s in requests]))
+
+
+def case_sha256(case: Any) -> str:
+    """sha256 of a case's inputs and expectation (not its note, split or family): two runs pair on it."""
+    data = case.model_dump(mode="json", exclude={"note", "split", "family"})
+    return sha256_text(canonical_json(data))
 
 
 def system_prompts(requests: Sequence[Sequence[Mapping[str, str]]]) -> dict[str, str]:

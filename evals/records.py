@@ -93,6 +93,7 @@ class Manifest(_Record):
     repeat: int = Field(ge=1)
     provenance: Provenance
     samples: list[SampleRef]
+    case_sha256: dict[str, str] = Field(default_factory=dict)  # inputs and label of each case, for pairing runs
     generate_seconds: float | None = None
     label: str = ""  # free text: "baseline", "candidate", ...
 
