@@ -9,8 +9,6 @@ Exit status: 0 when clean, 1 when any problem (or unmet target) was found.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +18,8 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from attest.errors import run_main
+from attest.options import OneLineErrorParser
 from evals.cases import (
     SPLITS,
     AnyCase,
@@ -32,6 +32,8 @@ from evals.cases import (
 from evals.corpus import CorpusError, read_cases, split_sha256
 from evals.corpus_rules import explanation_rules, in_split, reaction_rules, tagging_rules
 from evals.corpus_targets import explanation_targets, reaction_targets, tagging_targets
+
+_ROOT = Path(__file__).resolve().parent.parent
 
 __all__ = [
     "FixtureItem",
@@ -113,26 +115,32 @@ class _Report:
 def main(argv: list[str] | None = None) -> int:
     """Run every check; print tables and problems; return the exit status."""
     paths = _parse_args(argv)
-    try:
-        report = _check_all(paths)
-    except Exception as exc:  # the boundary: one line, or the traceback under ATTEST_DEBUG=1
-        if os.environ.get("ATTEST_DEBUG") == "1":
-            raise
-        print(
-            f"corpus-check: internal error: {type(exc).__name__}: {exc}; rerun with ATTEST_DEBUG=1 for the traceback",
-            file=sys.stderr,
-        )
-        return 2
+    return run_main("corpus-check", lambda: _run(paths))
+
+
+def _run(paths: _Paths) -> int:
+    report = _check_all(paths)
     _print(report)
     return 1 if report.problems or report.targets else 0
 
 
 def _parse_args(argv: list[str] | None) -> _Paths:
-    parser = argparse.ArgumentParser(prog="python -m evals.corpus_check", description=__doc__)
-    parser.add_argument("--tagging", type=Path, default=Path("evals/tagging_cases.json"))
-    parser.add_argument("--reaction", type=Path, default=Path("evals/reaction_cases.json"))
-    parser.add_argument("--explanation", type=Path, default=Path("evals/explanation_cases.json"))
-    parser.add_argument("--fixture", type=Path, default=Path("examples/flows/corpus"))
+    parser = OneLineErrorParser(
+        prog="python -m evals.corpus_check",
+        description="Validate the three corpora and the flows fixture; one line per problem naming file, case and "
+        "field. Exit 0 when clean, 1 when a problem is found.",
+    )
+    parser.add_argument("--tagging", type=Path, default=_ROOT / "evals/tagging_cases.json", help="tagging corpus")
+    parser.add_argument("--reaction", type=Path, default=_ROOT / "evals/reaction_cases.json", help="reaction corpus")
+    parser.add_argument(
+        "--explanation", type=Path, default=_ROOT / "evals/explanation_cases.json", help="explanation corpus"
+    )
+    parser.add_argument(
+        "--fixture",
+        type=Path,
+        default=_ROOT / "examples/flows/corpus",
+        help="the flows fixture directory (items.json, personas.json, labels.json)",
+    )
     parser.add_argument(
         "--skip-targets", action="store_true", help="leave out the growth targets (sizes, readers, coverage in dev)"
     )
