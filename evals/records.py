@@ -243,6 +243,11 @@ class DirStore(RunStore):
             names = sorted(entry.name for entry in os.scandir(self.root) if entry.is_dir(follow_symlinks=False))
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise RunError(
+                f"cannot list the runs in {self.root} ({exc.strerror or exc}): "
+                "give a cache directory with --cache-dir or ATTEST_CACHE_DIR"
+            ) from None
         return [n for n in names if _RUN_ID.match(n)]
 
     def save(self, run_id: str, name: str, record: BaseModel) -> None:
