@@ -8,7 +8,7 @@ sample missing from the cache is an error, never a model request.
 It checks what it re-scores: when the corpus it reads differs from the one the run
 recorded, or the scorer's source changed since the run's report, it says so in one
 line per run and reports with the labels it used. Exit status: 0 when every run was
-re-scored (changes are reported, not errors), 1 on an error.
+re-scored (changes are reported, not errors), 1 on an error, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
+from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import explanation_eval, provenance, reaction_eval, tagging_eval
 from evals.cache import ResponseCache, resolve_cache_dir
@@ -51,7 +52,8 @@ def find_runs(store: DirStore, *, run_id: str | None = None, every: bool = False
     complete = [m for m in _manifests(store) if m.status == "complete" and m.task in TASKS]
     if every:
         return complete
-    latest = {m.task: m for m in complete}  # run ids sort by time: the last one wins
+    complete.sort(key=lambda m: (m.created, m.run_id))  # ids share a second's resolution: order by creation
+    latest = {m.task: m for m in complete}  # the last one wins
     return list(latest.values())
 
 
@@ -89,13 +91,11 @@ def rescore_run(manifest: Manifest, cache: ResponseCache, corpus: Path | None = 
 def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
     changes = []
     recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
-    split = manifest.split if manifest.split in now else None
-    differs = recorded.get(split) != now.get(split) if split else recorded != now
+    splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split
+    differs = [s for s in splits if recorded.get(s) != now.get(s)]
     if differs:
-        changes.append(
-            f"labels differ from the run's: {manifest.split} split of {path} has sha256 "
-            f"{(now.get(split) if split else 'n/a') or 'n/a'}, the run recorded {recorded.get(split or '', 'n/a')}"
-        )
+        shown = ", ".join(f"{s} {now.get(s, 'n/a')[:12]} (run: {recorded.get(s, 'n/a')[:12]})" for s in differs)
+        changes.append(f"labels differ from the run's: split sha256 of {path}: {shown}; scored with these labels")
     scorer = provenance.scorer_fingerprint(task.score_one)
     if scorer != manifest.provenance.scorer_fingerprint:
         changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
@@ -103,10 +103,11 @@ def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], pat
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="rescore",
         description="Re-score past runs from the cache with today's scorers and labels; never calls a model. "
-        "Exit 0 when every run was re-scored (label and scorer changes are reported), 1 on an error.",
+        "Exit 0 when every run was re-scored (label and scorer changes are reported), 1 on an error, "
+        "2 on a usage error.",
     )
     parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
     parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
