@@ -1,0 +1,283 @@
+"""`python -m evals.compare BASE CAND`: did the change help? Two recorded runs, paired and decided.
+
+BASE and CAND are run ids or `TASK@latest` / `TASK@previous`. The runs' reports give
+each case's scores (repeats are averaged within a case by `evals.comparison`), the
+corpus each run recorded gives each case's family, the manifests give what changed
+between the runs, and the cache gives the answers shown side by side. Nothing here
+calls a model.
+
+Refused in one line (exit 1): runs of different tasks; runs of different splits
+(unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
+or label differ between the runs (each manifest records every case's sha256).
+
+`--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares the three tasks at
+once under Holm's correction, one verdict per task.
+
+Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
+else 3 if any is inconclusive); 1 an error, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from attest.errors import run_main
+from attest.options import OneLineErrorParser
+from attest.text import printable
+from evals import provenance
+from evals.cache import ResponseCache, resolve_cache_dir
+from evals.comparison import (
+    EXIT_CODES,
+    CaseChange,
+    Comparison,
+    ComparisonError,
+    RunScores,
+    compare,
+    compare_all,
+    exit_code,
+    to_json,
+    to_markdown,
+    to_text,
+)
+from evals.pipeline import AnswerCache
+from evals.records import DirStore, Manifest, Report, RunStore
+from evals.runs import resolve_ref
+
+__all__ = ["TASKS", "UNKNOWN", "Run", "load_run", "main", "pair", "scores_of", "with_answers"]
+
+TASKS = ("tagging", "reaction", "explanation")
+UNKNOWN = "unknown"  # the family of a case the run's corpus file no longer holds
+NOT_CACHED = "(not in the cache)"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A complete run: its manifest and its report (or a re-scored report)."""
+
+    manifest: Manifest
+    report: Report
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+
+def load_run(store: RunStore, run_id: str) -> Run:
+    """The run's records; a run without a report (never completed) is refused in one line."""
+    manifest = store.manifest(run_id)
+    report = store.report(run_id)
+    if report is None or manifest.status != "complete":
+        raise ComparisonError(
+            f"run {run_id} has no report (status {manifest.status}): it never completed, so it cannot be compared; "
+            "rerun its eval or pick a complete run (`python -m evals.runs list`)"
+        )
+    return Run(manifest, report)
+
+
+def pair(base: Run, cand: Run, *, allow_split_mismatch: bool = False) -> tuple[RunScores, RunScores]:
+    """Both runs as `RunScores`, after checking they can be paired: one task, one split, the same cases."""
+    b, c = base.manifest, cand.manifest
+    if b.task != c.task:
+        raise ComparisonError(f"run {b.run_id} is a {b.task} run and run {c.run_id} a {c.task} run: compare one task")
+    if b.split != c.split and not allow_split_mismatch:
+        raise ComparisonError(
+            f"run {b.run_id} is on the {b.split} split and run {c.run_id} on the {c.split} split: "
+            "compare runs of one split, or pass --allow-split-mismatch to pair the cases they share"
+        )
+    _check_cases(b, c)
+    families: dict[str, dict[str, str]] = {}
+    return scores_of(base, families), scores_of(cand, families)
+
+
+def _check_cases(b: Manifest, c: Manifest) -> None:
+    shared = b.case_sha256.keys() & c.case_sha256.keys()
+    changed = sorted(case for case in shared if b.case_sha256[case] != c.case_sha256[case])
+    if changed:
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        raise ComparisonError(
+            f"case {changed[0]}{more}: the inputs or label differ between run {b.run_id} and run {c.run_id} "
+            "(the corpus changed between them): re-run the baseline on today's corpus"
+        )
+
+
+def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> RunScores:
+    """A run's per-sample scores by case, with its families, case hashes and provenance.
+
+    `families` memoises corpus files by recorded path, so two runs of one corpus read it once.
+    """
+    samples: dict[str, list[float]] = {}
+    for result in run.report.results:
+        samples.setdefault(str(result["id"]), []).append(float(result["score"]))
+    memo = {} if families is None else families
+    ref = run.manifest.provenance.corpus
+    if ref not in memo:
+        memo[ref] = _families(provenance.resolve_corpus(ref))
+    family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
+    m = run.manifest
+    return RunScores(m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m))
+
+
+def _families(path: Path) -> dict[str, str]:
+    """case id -> family from a corpus file; {} when it cannot be read (families are for display only)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, list):
+        return {}
+    return {str(c["id"]): str(c["family"]) for c in data if isinstance(c, dict) and "id" in c and c.get("family")}
+
+
+def _provenance(m: Manifest) -> dict[str, object]:
+    p = m.provenance
+    commit = None if p.git_commit is None else p.git_commit + (" (dirty)" if p.git_dirty else "")
+    return {
+        "backend": m.backend,
+        "model": m.model,
+        "digest": m.digest,
+        "options": json.dumps(m.options, sort_keys=True),
+        "repeat": m.repeat,
+        "split": m.split,
+        "prompt_fingerprint": p.prompt_fingerprint,
+        "tag_prompt_sha256": p.tag_prompt_sha256,
+        "scorer_fingerprint": p.scorer_fingerprint,
+        "corpus": p.corpus,
+        "corpus_sha256": p.corpus_sha256.get(m.split, json.dumps(p.corpus_sha256, sort_keys=True)),
+        "git_commit": commit,
+        "attest_version": p.attest_version,
+    }
+
+
+def with_answers(x: Comparison, cache: AnswerCache | None, base: Manifest, cand: Manifest, every: bool) -> Comparison:
+    """`x` with answer texts (sample 0) from the cache: for every changed case, or only those shown."""
+    changed = [*x.regressed, *x.improved]
+    wanted = {c.case_id for c in (changed if every else changed[: x.show])}
+    if not wanted:
+        return x
+    b, c = _answers(cache, base, wanted), _answers(cache, cand, wanted)
+
+    def fill(changes: Iterable[CaseChange]) -> tuple[CaseChange, ...]:
+        return tuple(
+            replace(ch, base_answer=b[ch.case_id], cand_answer=c[ch.case_id]) if ch.case_id in wanted else ch
+            for ch in changes
+        )
+
+    return replace(x, regressed=fill(x.regressed), improved=fill(x.improved))
+
+
+def _answers(cache: AnswerCache | None, manifest: Manifest, wanted: set[str]) -> dict[str, str]:
+    keys = {s.case: s.key for s in manifest.samples if s.sample == 0 and s.case in wanted}
+    found = cache.get_many(list(keys.values())) if cache is not None else {}
+    out = {case: NOT_CACHED for case in wanted}
+    for case, key in keys.items():
+        entry = found.get(key)
+        if entry is not None:
+            out[case] = entry.text
+    return out
+
+
+# ----- the command line --------------------------------------------------------------------------------------
+
+
+def _margin(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and 0.0 <= value < 1.0):
+        raise argparse.ArgumentTypeError(f"{text!r}: the margin is a gain in [0, 1) fixed before looking")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 or more")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(
+        prog="compare",
+        description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
+        "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous; "
+        "with --all they are @latest or @previous and the three tasks are decided together (Holm).",
+    )
+    parser.add_argument("base", metavar="BASE", help="the baseline run")
+    parser.add_argument("cand", metavar="CAND", help="the candidate run")
+    parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
+    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--margin", type=_margin, default=0.0, help="gain required to ship, fixed before looking")
+    parser.add_argument("--show", type=_count, default=5, help="changed cases shown side by side (default 5)")
+    parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
+    out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    refs = (args.base, args.cand)
+    if args.all and not all(r in ("@latest", "@previous") for r in refs):
+        parser.error("with --all, BASE and CAND are @latest or @previous (the task comes from each of the three)")
+    if not args.all and any(r.startswith("@") for r in refs):
+        parser.error("name the task, as in reaction@latest, or compare every task with --all")
+    return run_main("compare", lambda: _compare(args))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    cache_dir = resolve_cache_dir(args.cache_dir)
+    store = DirStore(cache_dir / "runs")
+    tasks = TASKS if args.all else ("",)
+    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}") for task in tasks]
+    scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
+    if args.all:
+        found = list(compare_all(scores, margin=args.margin, show=args.show))
+    else:
+        found = [compare(*scores[0], margin=args.margin, show=args.show)]
+    cache = ResponseCache(cache_dir) if (cache_dir / "responses").is_dir() else None
+    try:
+        found = [
+            with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)
+        ]
+    finally:
+        if cache is not None:
+            cache.close()
+    _print(found, args)
+    return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
+
+
+def _load_pair(store: DirStore, base: str, cand: str) -> tuple[Run, Run]:
+    return load_run(store, resolve_ref(store, base)), load_run(store, resolve_ref(store, cand))
+
+
+def _print(found: list[Comparison], args: argparse.Namespace) -> None:
+    if args.json:
+        data: Any = to_json(found[0]) if len(found) == 1 else _all_json(found)
+        print(json.dumps(data, indent=1))
+    elif args.markdown:
+        print(printable(to_markdown(found), multiline=True))
+    else:
+        for x in found:
+            print(printable(to_text(x), multiline=True), end="")
+            where = f" --cache-dir {args.cache_dir}" if args.cache_dir else ""
+            print(printable(f"see a case: python -m evals.runs{where} show {x.cand_run} --case ID"))
+
+
+def _all_json(found: Sequence[Comparison]) -> Mapping[str, Any]:
+    return {"comparisons": [to_json(x) for x in found], "exit_code": exit_code(x.verdict for x in found)}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
