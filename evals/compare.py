@@ -49,7 +49,7 @@ from evals.pipeline import AnswerCache
 from evals.records import DirStore, Manifest, Report, RunStore
 from evals.runs import resolve_ref
 
-__all__ = ["TASKS", "UNKNOWN", "Run", "load_run", "main", "pair", "scores_of", "with_answers"]
+__all__ = ["TASKS", "UNKNOWN", "Run", "load_run", "main", "margin_type", "pair", "scores_of", "with_answers"]
 
 TASKS = ("tagging", "reaction", "explanation")
 UNKNOWN = "unknown"  # the family of a case the run's corpus file no longer holds
@@ -185,7 +185,8 @@ def _answers(cache: AnswerCache | None, manifest: Manifest, wanted: set[str]) ->
 # ----- the command line --------------------------------------------------------------------------------------
 
 
-def _margin(text: str) -> float:
+def margin_type(text: str) -> float:
+    """An argparse type: a margin fixed before looking, a gain in [0, 1)."""
     try:
         value = float(text)
     except ValueError:
@@ -216,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
     parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--margin", type=_margin, default=0.0, help="gain required to ship, fixed before looking")
+    parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=_count, default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
     out = parser.add_mutually_exclusive_group()

@@ -27,10 +27,9 @@ from evals import execute, pipeline
 from evals.cases import ExplanationCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
 from evals.scoring import parse_or_error
-from evals.tagging_eval import gate
 from evals.words import mentions, words
 
-__all__ = ["TASK", "dspy_fields", "evaluate", "gate", "is_refusal", "load_cases", "score_one", "to_dspy_example"]
+__all__ = ["TASK", "dspy_fields", "evaluate", "is_refusal", "load_cases", "score_one", "to_dspy_example"]
 
 CORPUS = Path(__file__).with_name("explanation_cases.json")
 GATE = 0.5  # credit for the required check; the refinements share the other half

@@ -1,4 +1,4 @@
-"""The tagging prompt optimiser: DSPy bootstrapped few-shot on the train split, gated on dev.
+"""The tagging prompt optimiser: DSPy bootstrapped few-shot on the train split, judged on dev.
 
     python evals/optimize_tagging.py --backend local --budget 12
     nox -s optimize-tagging -- --backend local --budget 12
@@ -13,9 +13,16 @@ rerun with the same settings makes no model calls.
 `dspy.BootstrapFewShot` tries at most `--budget` train cases, one model call each (a
 counter refuses any call beyond the budget), keeps as demos the cases the model tags
 exactly right and tops them up with labelled train cases. The candidate and the shipped
-default prompt are then scored on the dev split, which the optimiser never sees, and
-`gate()` decides; only an accepted candidate is written, as an ATTEST_TAG_PROMPT artifact.
-Either way a record of the run goes to `<cache>/optimize/`.
+default prompt are then recorded as two runs on the dev split, which the optimiser never
+sees, and the gate is the paired verdict of `evals.comparison.compare` against
+`--margin` (default 0): only **ship** writes the candidate, as an ATTEST_TAG_PROMPT
+artifact; inconclusive and regress write nothing. The decision (verdict, interval, p,
+margin, both run ids) is written beside the candidate run as `decision.json`, where
+`python -m evals.rescore` re-checks it, and `python -m evals.compare BASE CAND` shows
+the comparison in full. `--split train` is refused: the demos were chosen from train, so
+a verdict there would grade the candidate on its own examples. Either way a record of
+the run goes to `<cache>/optimize/`; the exit status is 0 whatever the verdict, 1 on an
+error and 2 on a usage error.
 
 This is the only module under evals/ that imports dspy.
 """
@@ -25,9 +32,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import random
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,20 +47,21 @@ import dspy
 
 from attest.answers import ModelOutputError, parse_answer, schema_of
 from attest.backends.registry import make_backend
-from attest.backends.retry import RetryPolicy
-from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError, ChatResponse, Message
-from attest.cli import add_backend_options
-from attest.errors import AttestError
+from attest.errors import AttestError, run_main
 from attest.features import DEFAULT_TAG_INSTRUCTIONS, ItemTags, TagDemo, TagPrompt, load_tag_prompt, tag_messages
+from attest.options import OneLineErrorParser, add_backend_options, settings_from_args
+from attest.text import printable
 from evals.cache import Identity, ResponseCache, request_key, resolve_cache_dir
 from evals.cases import TaggingCase
-from evals.corpus import CorpusError
+from evals.compare import Run, margin_type, pair
+from evals.comparison import Comparison, compare
 from evals.execute import RunOutcome, RunSpec, execute, with_render
 from evals.execute import evaluate as execute_evaluate
 from evals.pipeline import CachedChat, EvalResult, SampleChat
-from evals.records import DirStore, RunStore, new_run_id, write_atomic
-from evals.tagging_eval import TASK, GateDecision, dspy_fields, gate, load_cases, score_one, to_dspy_example
+from evals.records import Decision, DirStore, RunStore, new_run_id, write_atomic
+from evals.runner import BackendFactory
+from evals.tagging_eval import TASK, dspy_fields, load_cases, score_one, to_dspy_example
 
 __all__ = [
     "AttestLM",
@@ -61,6 +69,7 @@ __all__ = [
     "BudgetedChat",
     "Search",
     "TagPromptAdapter",
+    "decide",
     "evaluate_prompt",
     "main",
     "prompt_from",
@@ -228,7 +237,7 @@ def search(
     return Search(prompt_from(program.signature.instructions, demos), [c.id for c in tried], bootstrapped, chat.refused)
 
 
-# --- the gate: both prompts on dev --------------------------------------------------------
+# --- the gate: both prompts on the judged split, paired --------------------------------------------
 
 
 def evaluate_prompt(chat: SampleChat, cases: Sequence[TaggingCase], prompt: TagPrompt) -> EvalResult:
@@ -255,10 +264,16 @@ def prompt_task(prompt: TagPrompt) -> Any:
 
 
 def run_prompt(
-    chat: CachedChat, store: RunStore, cases: Sequence[TaggingCase], prompt: TagPrompt, label: str
+    chat: CachedChat,
+    store: RunStore,
+    cases: Sequence[TaggingCase],
+    prompt: TagPrompt,
+    label: str,
+    *,
+    split: str = "dev",
 ) -> RunOutcome:
-    """A recorded dev run of the tagging task with `prompt`: its id goes in the optimiser's record."""
-    spec = RunSpec(prompt_task(prompt), cases, load_cases(), TASK.corpus, "dev", 1, label=label)
+    """A recorded run of the tagging task with `prompt` on `cases` (one split): compare reads it back."""
+    spec = RunSpec(prompt_task(prompt), cases, load_cases(), TASK.corpus, split, 1, label=label)
     return execute(spec, chat, store)
 
 
@@ -273,9 +288,11 @@ def _positive(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="optimize_tagging.py",
-        description="Bootstrap few-shot demos for the tagging prompt on train cases; gate the candidate on dev.",
+        description="Bootstrap few-shot demos for the tagging prompt on train cases; compare the candidate with "
+        "the shipped prompt on dev and write it only when the verdict is ship. Exit 0 whatever the verdict "
+        "(it is printed and recorded), 1 on an error, 2 on a usage error.",
     )
     parser.add_argument(
         "--budget",
@@ -291,7 +308,15 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_DEMOS,
         help=f"demos in the prompt (default {DEFAULT_MAX_DEMOS})",
     )
-    parser.add_argument("--min-gain", type=float, default=0.01, help="dev gain the gate requires (default 0.01)")
+    parser.add_argument(
+        "--margin", type=margin_type, default=0.0, help="gain over the baseline required to ship, fixed before looking"
+    )
+    parser.add_argument(
+        "--split",
+        choices=("dev", "train"),
+        default="dev",
+        help="where the candidate is judged: dev (default); train is refused, the demos were chosen there",
+    )
     parser.add_argument(
         "--output",
         type=Path,
@@ -299,27 +324,24 @@ def _parser() -> argparse.ArgumentParser:
         help="where an accepted artifact goes (default evals/prompts/tagging.json)",
     )
     parser.add_argument("--cache-dir", help="cache directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
     add_backend_options(parser, default_backend="auto")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, backend_factory: BackendFactory = make_backend) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.split == "train":
+        parser.error(
+            "--split train: the optimiser chose its demos from the train cases, so a verdict there would grade "
+            "its own examples; judge it on dev"
+        )
     try:
-        return _run(args)
-    except (AttestError, CorpusError) as exc:
-        if os.environ.get("ATTEST_DEBUG") == "1":
-            raise
-        print(f"optimize-tagging: error: {exc}", file=sys.stderr)
-        return 1
+        return run_main("optimize-tagging", lambda: _run(args, backend_factory))
     except KeyboardInterrupt:
         print("\noptimize-tagging: interrupted; every answer so far is cached, rerun to continue", file=sys.stderr)
         return 130
-
-
-def _backend(args: argparse.Namespace) -> Backend:
-    retry = RetryPolicy(attempts=max(1, args.retries), timeout_s=args.timeout)
-    return make_backend(Settings.resolve(backend=args.backend, model=args.model, default_backend="auto", retry=retry))
 
 
 @dataclass(frozen=True)
@@ -327,7 +349,10 @@ class _Outcome:
     search: Search
     baseline_run: RunOutcome
     candidate_run: RunOutcome
-    decision: GateDecision
+    comparison: Comparison
+    decision: Decision
+    search_calls: int
+    dev_calls: int
 
     @property
     def baseline(self) -> EvalResult:
@@ -337,24 +362,26 @@ class _Outcome:
     def candidate(self) -> EvalResult:
         return self.candidate_run.result
 
-    search_calls: int
-    dev_calls: int
 
-
-def _run(args: argparse.Namespace) -> int:
-    train, dev = load_cases(split="train"), load_cases(split="dev")
+def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
+    train, judged = load_cases(split="train"), load_cases(split=args.split)
     cache_dir = resolve_cache_dir(args.cache_dir)
     cache = ResponseCache(cache_dir)
-    backend = _backend(args)
     try:
-        identity = Identity.of(backend)
-        outcome = _optimise(args, backend, cache, identity, train, dev)
+        backend = backend_factory(settings_from_args(args, default_backend="auto"))
+        try:
+            identity = Identity.of(backend)
+            outcome = _optimise(args, backend, cache, identity, train, judged)
+        finally:
+            backend.close()
     finally:
-        backend.close()
         cache.close()
-    written = _write_artifact(args.output, outcome.search.prompt) if outcome.decision.passed else None
+    written = _write_artifact(args.output, outcome.search.prompt) if outcome.decision.verdict == "ship" else None
     record = _record(args, cache_dir, identity, outcome, written)
-    _print(args, identity, outcome, {c.title: c.id for c in train}, written, record)
+    if args.json:
+        print(json.dumps({**record, "record": str(_record_path(cache_dir, record))}, indent=1, ensure_ascii=True))
+    else:
+        _print(args, identity, outcome, {c.title: c.id for c in train}, written, _record_path(cache_dir, record))
     return 0
 
 
@@ -364,7 +391,7 @@ def _optimise(
     cache: ResponseCache,
     identity: Identity,
     train: Sequence[TaggingCase],
-    dev: Sequence[TaggingCase],
+    judged: Sequence[TaggingCase],
 ) -> _Outcome:
     budgeted = BudgetedChat(CachedChat.from_backend(backend, cache, identity), args.budget)
     label = f"attest/{identity.kind}/{identity.model}"
@@ -373,10 +400,32 @@ def _optimise(
     )
     dev_chat = CachedChat.from_backend(backend, cache, identity)
     store = DirStore(cache.directory / "runs")
-    baseline = run_prompt(dev_chat, store, dev, BASELINE, "optimiser baseline")
-    candidate = run_prompt(dev_chat, store, dev, found.prompt, "optimiser candidate")
-    decision = gate(candidate.result, baseline.result, min_gain=args.min_gain)
-    return _Outcome(found, baseline, candidate, decision, budgeted.calls, dev_chat.calls)
+    baseline = run_prompt(dev_chat, store, judged, BASELINE, "optimiser baseline", split=args.split)
+    candidate = run_prompt(dev_chat, store, judged, found.prompt, "optimiser candidate", split=args.split)
+    comparison, decision = decide(store, baseline, candidate, margin=args.margin)
+    return _Outcome(found, baseline, candidate, comparison, decision, budgeted.calls, dev_chat.calls)
+
+
+def decide(
+    store: RunStore, baseline: RunOutcome, candidate: RunOutcome, *, margin: float
+) -> tuple[Comparison, Decision]:
+    """The gate: the paired verdict of candidate against baseline, recorded beside the candidate run."""
+    base, cand = pair(Run(baseline.manifest, baseline.report), Run(candidate.manifest, candidate.report))
+    x = compare(base, cand, margin=margin)
+    interval = x.paired.interval
+    decision = Decision(
+        baseline_run=baseline.run_id,
+        candidate_run=candidate.run_id,
+        margin=margin,
+        verdict=x.verdict,
+        mean_difference=x.paired.mean_diff,
+        interval=(interval.low, interval.high),
+        p_value=x.paired.p_value,
+        n=x.n,
+        decided_at=time.time(),
+    )
+    store.save(candidate.run_id, "decision", decision)
+    return x, decision
 
 
 def _write_artifact(path: Path, prompt: TagPrompt) -> Path:
@@ -390,34 +439,46 @@ def _write_artifact(path: Path, prompt: TagPrompt) -> Path:
     return path
 
 
+def _compare_command(args: argparse.Namespace, outcome: _Outcome) -> str:
+    where = f" --cache-dir {args.cache_dir}" if args.cache_dir else ""
+    margin = f" --margin {args.margin:g}" if args.margin else ""
+    return f"python -m evals.compare{where}{margin} {outcome.baseline_run.run_id} {outcome.candidate_run.run_id}"
+
+
+def _record_path(cache_dir: Path, record: Mapping[str, Any]) -> Path:
+    return cache_dir / "optimize" / f"{record['id']}.json"
+
+
 def _record(
     args: argparse.Namespace, cache_dir: Path, identity: Identity, outcome: _Outcome, written: Path | None
-) -> Path:
-    """Keep the run (and a refused candidate) in <cache>/optimize/ for inspection."""
-    path = cache_dir / "optimize" / f"{new_run_id('tagging')}.json"
+) -> dict[str, Any]:
+    """Keep the run (and a refused candidate) in <cache>/optimize/ for inspection; return what was kept."""
     found = outcome.search
     record = {
+        "id": new_run_id("tagging"),
         "backend": identity.kind,
         "model": identity.model,
         "digest": identity.digest,
         "budget": args.budget,
         "seed": args.seed,
         "max_demos": args.max_demos,
-        "min_gain": args.min_gain,
+        "margin": args.margin,
+        "split": args.split,
         "tried": found.tried,
         "bootstrapped": found.bootstrapped,
         "refused": found.refused,
         "candidate_prompt": found.prompt.model_dump(mode="json"),
         "runs": {"baseline": outcome.baseline_run.run_id, "candidate": outcome.candidate_run.run_id},
-        "dev": {"baseline": outcome.baseline.by_case(), "candidate": outcome.candidate.by_case()},
+        "scores": {"baseline": outcome.baseline.by_case(), "candidate": outcome.candidate.by_case()},
         "baseline_overall": outcome.baseline.overall,
         "candidate_overall": outcome.candidate.overall,
-        "gate": {"passed": outcome.decision.passed, "reason": outcome.decision.reason},
+        "decision": outcome.decision.model_dump(mode="json"),
+        "compare": _compare_command(args, outcome),
         "written": str(written) if written else None,
         "model_calls": {"search": outcome.search_calls, "dev": outcome.dev_calls},
     }
-    write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False))
-    return path
+    write_atomic(_record_path(cache_dir, record), json.dumps(record, indent=1, ensure_ascii=False))
+    return record
 
 
 def _print(
@@ -428,36 +489,38 @@ def _print(
     written: Path | None,
     record: Path,
 ) -> None:
-    found, prompt = outcome.search, outcome.search.prompt
+    found, prompt, x = outcome.search, outcome.search.prompt, outcome.comparison
     demos = ", ".join(ids_by_title.get(d.title, "?") for d in prompt.demos) or "none"
     same = "unchanged" if prompt.instructions == BASELINE.instructions else "changed"
-    print(f"tagging prompt optimiser, {identity.kind} {identity.model}")
-    print(
+    lines = [
+        f"tagging prompt optimiser, {identity.kind} {identity.model}",
         f"  search      BootstrapFewShot over {len(found.tried)} train cases (seed {args.seed}); "
-        f"{outcome.search_calls} model calls of a budget of {args.budget}"
-    )
+        f"{outcome.search_calls} model calls of a budget of {args.budget}",
+    ]
     if found.refused:
-        print(f"  budget      spent: {found.refused} further request(s) refused, not sent")
-    print(
+        lines.append(f"  budget      spent: {found.refused} further request(s) refused, not sent")
+    lines += [
         f"  candidate   {len(prompt.demos)} demos ({found.bootstrapped} tagged exactly right by the model): {demos}; "
-        f"instructions {same}"
-    )
-    print(
-        f"  dev         baseline {outcome.baseline.overall:.3f}  candidate {outcome.candidate.overall:.3f}  "
-        f"({outcome.candidate.n} cases)"
-    )
-    print(f"  runs        baseline {outcome.baseline_run.run_id}, candidate {outcome.candidate_run.run_id}")
-    print(f"  gate        {outcome.decision.reason}")
+        f"instructions {same}",
+        f"  {args.split:<11} baseline {x.base.format()}  candidate {x.cand.format()}",
+        f"  difference  {x.paired.difference.format(signed=True)} (95% interval); p = {x.paired.p_value:.2g} "
+        f"({x.paired.test}); {x.paired.improved} cases better, {x.paired.regressed} worse",
+        f"  verdict     {x.verdict.upper()} against a margin of {x.margin:g}"
+        + ("" if x.verdict == "ship" else ": the candidate is not accepted"),
+        f"  runs        baseline {outcome.baseline_run.run_id}, candidate {outcome.candidate_run.run_id}",
+        f"  compare     {_compare_command(args, outcome)}",
+    ]
     if written is not None:
         shown = _shown(written)
-        print(f"  artifact    written to {shown}; use it with ATTEST_TAG_PROMPT={shown} attest tag ...")
+        lines.append(f"  artifact    written to {shown}; use it with ATTEST_TAG_PROMPT={shown} attest tag ...")
     else:
-        print(f"  artifact    not written: the gate refused the candidate; {_shown(args.output)} is unchanged")
-    print(f"  record      {record}")
-    print(
+        lines.append(f"  artifact    not written: the verdict is {x.verdict}; {_shown(args.output)} is unchanged")
+    lines += [
+        f"  record      {record}",
         f"  model calls {outcome.search_calls + outcome.dev_calls} "
-        f"({outcome.search_calls} searching, {outcome.dev_calls} scoring dev)"
-    )
+        f"({outcome.search_calls} searching, {outcome.dev_calls} scoring {args.split})",
+    ]
+    print(printable("\n".join(lines), multiline=True))
 
 
 def _shown(path: Path) -> str:

@@ -15,13 +15,11 @@ from evals import execute, pipeline
 from evals.cases import ReactionCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
 from evals.scoring import names_item, parse_or_error
-from evals.tagging_eval import gate
 
 __all__ = [
     "TASK",
     "dspy_fields",
     "evaluate",
-    "gate",
     "load_cases",
     "roc_auc",
     "score_one",

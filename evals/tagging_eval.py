@@ -1,9 +1,8 @@
-"""The tagging eval: F1 of predicted against gold tags, and the one `gate()`."""
+"""The tagging eval: F1 of predicted against gold tags."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from evals.cases import TaggingCase
 from evals.pipeline import CaseResult, EvalResult, SampleChat
 from evals.scoring import parse_or_error
 
-__all__ = ["TASK", "GateDecision", "dspy_fields", "evaluate", "gate", "load_cases", "score_one", "to_dspy_example"]
+__all__ = ["TASK", "dspy_fields", "evaluate", "load_cases", "score_one", "to_dspy_example"]
 
 CORPUS = Path(__file__).with_name("tagging_cases.json")
 
@@ -64,29 +63,3 @@ def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
 def to_dspy_example(case: TaggingCase) -> dict[str, Any]:
     """Inputs and gold outputs by field name, plus the case itself (for the metric)."""
     return {"title": case.title, "summary": case.summary, "tags": list(case.tags), "case": case}
-
-
-@dataclass(frozen=True)
-class GateDecision:
-    """Whether a candidate may replace the baseline, and why."""
-
-    passed: bool
-    reason: str
-
-
-def gate(candidate: EvalResult, baseline: EvalResult, *, min_gain: float = 0.01) -> GateDecision:
-    """Accept `candidate` only if, on the same dev cases, its mean beats the baseline's by `min_gain`."""
-    cand, base = candidate.by_case(), baseline.by_case()
-    if set(cand) != set(base) or not cand:
-        return GateDecision(
-            False, f"not comparable: candidate has {len(cand)} cases, baseline {len(base)}, not the same ids"
-        )
-    gain = candidate.overall - baseline.overall
-    better = sum(cand[c] > base[c] for c in cand)
-    worse = sum(cand[c] < base[c] for c in cand)
-    verdict = "pass" if gain >= min_gain else "fail"
-    return GateDecision(
-        gain >= min_gain,
-        f"{verdict}: candidate {candidate.overall:.3f} vs baseline {baseline.overall:.3f} on {len(cand)} cases "
-        f"({gain:+.3f}; {min_gain:+.3f} required); {better} cases better, {worse} worse",
-    )

@@ -1,4 +1,7 @@
-"""The tagging prompt optimiser: it alone imports dspy, and its whole path runs on the stub backend.
+"""The tagging prompt optimiser: it alone imports dspy; its gate is the paired verdict, end to end.
+
+Its whole path runs on fake backends whose answers depend on whether the prompt holds
+demos, so a candidate is truly better, no better or worse, and the verdict must say so.
 
 The import guard needs no dspy. The rest needs the `optimize` extra and skips, saying
 so, where it is not installed.
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import http.server
 import importlib
 import io
@@ -17,19 +21,25 @@ import os
 import re
 import subprocess
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from attest.backends.stub import StubBackend
+from attest.backends.types import Backend, Message
 from attest.cli import main as attest_main
-from attest.features import TagDemo, TagPrompt, load_tag_prompt, tag_messages
+from attest.features import TAGS, TagDemo, TagPrompt, item_block, load_tag_prompt, tag_messages
+from evals import compare as compare_cli
 from evals import tagging_eval
 from evals.cache import Identity, ResponseCache
+from evals.cases import TaggingCase
 from evals.pipeline import CachedChat, CacheOnlyChat, unsampled
-from tests.fakes import RecordingChat
+from evals.records import Decision, DirStore
+from tests.fakes import FakeBackend, RecordingChat
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIMISER = REPO / "evals" / "optimize_tagging.py"
@@ -101,7 +111,47 @@ def test_the_dspy_guard_catches_every_form_of_import(tmp_path: Path) -> None:
     assert dspy_importers(paths) == [p for p in paths if p.name != "clean.py"]
 
 
-# --- the optimiser, end to end on the stub backend ------------------------------------------
+# --- the optimiser, end to end on fake backends whose answers we control --------------------
+
+CORPUS = tagging_eval.load_cases()
+DEV = tagging_eval.load_cases(split="dev")
+BY_ITEM = {item_block(c.title, c.summary): c for c in CORPUS}
+
+
+def _bucket(case_id: str) -> int:
+    """A fixed pseudo-random 0-9 per case, so which cases each prompt gets right is known and stable."""
+    return int(hashlib.sha256(case_id.encode()).hexdigest(), 16) % 10
+
+
+def _answer(case: TaggingCase, right: bool) -> str:
+    wrong = next(t for t in TAGS if t not in case.tags)
+    return json.dumps({"tags": list(case.tags) if right else [wrong]})
+
+
+def tagger(right_with_demos: Callable[[str], bool], right_without: Callable[[str], bool]) -> FakeBackend:
+    """A model that tags a case right or wrong by case id, depending on whether the prompt holds demos."""
+
+    def answer(messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
+        case = BY_ITEM[messages[-1]["content"]]
+        with_demos = len(messages) > 2
+        return _answer(case, (right_with_demos if with_demos else right_without)(case.id))
+
+    return FakeBackend(RecordingChat(answer))
+
+
+def better() -> FakeBackend:
+    """Demos help: right on 8 cases in 10 with them, on 2 in 10 (a subset) without. Never worse."""
+    return tagger(lambda c: _bucket(c) < 8, lambda c: _bucket(c) < 2)
+
+
+def worse() -> FakeBackend:
+    """Demos hurt: right on 2 in 10 with them, 8 in 10 without."""
+    return tagger(lambda c: _bucket(c) < 2, lambda c: _bucket(c) < 8)
+
+
+def same() -> FakeBackend:
+    """Demos change nothing: right on the same half of the cases either way."""
+    return tagger(lambda c: _bucket(c) < 5, lambda c: _bucket(c) < 5)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +164,7 @@ def optimiser() -> ModuleType:
 class Run:
     code: int
     out: str
+    cache: Path
 
     @property
     def calls(self) -> tuple[int, int]:
@@ -123,17 +174,35 @@ class Run:
         assert int(found[1]) == int(found[2]) + int(found[3])
         return int(found[2]), int(found[3])
 
-    def scores(self) -> tuple[str, str]:
-        found = re.search(r"baseline (\d\.\d{3})  candidate (\d\.\d{3})", self.out)
+    @property
+    def runs(self) -> tuple[str, str]:
+        found = re.search(r"runs        baseline (\S+), candidate (\S+)\n", self.out)
         assert found, self.out
         return found[1], found[2]
 
+    @property
+    def verdict(self) -> str:
+        found = re.search(r"verdict     (SHIP|INCONCLUSIVE|REGRESS) against a margin of ", self.out)
+        assert found, self.out
+        return found[1].lower()
 
-def _optimise(optimiser: ModuleType, cache: Path, *args: str) -> Run:
+    def decision(self) -> Decision:
+        return DirStore(self.cache / "runs").load(self.runs[1], "decision", Decision)
+
+    def overall(self) -> tuple[float, float]:
+        store = DirStore(self.cache / "runs")
+        base, cand = (store.report(run_id) for run_id in self.runs)
+        assert base is not None and cand is not None
+        return base.overall, cand.overall
+
+
+def _optimise(optimiser: ModuleType, cache: Path, model: Callable[[], Backend], *args: str) -> Run:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = optimiser.main(["--backend", "stub", "--budget", str(BUDGET), "--cache-dir", str(cache), *args])
-    return Run(code, out.getvalue())
+        code = optimiser.main(
+            ["--budget", str(BUDGET), "--cache-dir", str(cache), *args], backend_factory=lambda settings: model()
+        )
+    return Run(code, out.getvalue(), cache)
 
 
 @dataclass(frozen=True)
@@ -147,66 +216,123 @@ class Accepted:
 
 @pytest.fixture(scope="module")
 def accepted(optimiser: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Accepted:
-    """Two identical runs on a fresh cache with a gate that passes anything (--min-gain -1)."""
+    """Two identical runs on a fresh cache of a model that demos truly help."""
     root = tmp_path_factory.mktemp("optimise")
     artifact = root / "prompts" / "tagging.json"
-    args = ("--min-gain", "-1", "--output", str(artifact))
-    first = _optimise(optimiser, root / "cache", *args)
+    first = _optimise(optimiser, root / "cache", better, "--output", str(artifact))
     first_bytes = artifact.read_bytes() if artifact.exists() else b""
-    second = _optimise(optimiser, root / "cache", *args)
+    second = _optimise(optimiser, root / "cache", better, "--output", str(artifact))
     return Accepted(root / "cache", artifact, first, second, first_bytes)
 
 
-def test_an_accepted_candidate_is_written_as_a_tag_prompt_artifact(accepted: Accepted) -> None:
+def test_a_candidate_better_on_most_cases_ships_and_is_written(accepted: Accepted) -> None:
     run = accepted.first
     assert run.code == 0
-    assert "  gate        pass: candidate " in run.out
+    assert run.verdict == "ship"
+    base, cand = run.overall()
+    assert cand - base > 0.4
     assert f"artifact    written to {accepted.artifact}" in run.out
     prompt = load_tag_prompt(accepted.artifact)
     assert 1 <= len(prompt.demos) <= 3
     train = {c.title: c for c in tagging_eval.load_cases(split="train")}
-    dev_titles = {c.title for c in tagging_eval.load_cases(split="dev")}
     assert {d.title for d in prompt.demos} <= set(train)
-    assert not {d.title for d in prompt.demos} & dev_titles
+    assert not {d.title for d in prompt.demos} & {c.title for c in DEV}
     assert all(set(d.tags) == set(train[d.title].tags) for d in prompt.demos), "a demo teaches a wrong tag"
-    dev_cases = len(dev_titles)
-    assert run.calls == (BUDGET, 2 * dev_cases)
+    searching, scoring = run.calls
+    assert 1 <= searching <= BUDGET  # the bootstrap stops once it holds --max-demos right answers
+    assert scoring == 2 * len(DEV)
+
+
+def test_the_decision_is_recorded_beside_the_candidate_run_and_compare_agrees(accepted: Accepted) -> None:
+    run = accepted.first
+    baseline, candidate = run.runs
+    decision = run.decision()
+    assert (decision.baseline_run, decision.candidate_run) == (baseline, candidate)
+    assert (decision.verdict, decision.margin, decision.n) == ("ship", 0.0, len(DEV))
+    assert 0.0 < decision.interval[0] < decision.mean_difference < decision.interval[1]
+    assert decision.p_value < 1e-6
+    command = f"python -m evals.compare --cache-dir {accepted.cache} {baseline} {candidate}"
+    assert f"  compare     {command}\n" in run.out
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = compare_cli.main([*command.split()[3:], "--json"])
+    assert code == 0
+    shown = json.loads(out.getvalue())
+    assert shown["verdict"] == "ship"
+    assert (shown["difference"]["low"], shown["difference"]["high"]) == pytest.approx(decision.interval)
+    assert shown["p_value"] == pytest.approx(decision.p_value)
 
 
 def test_a_second_identical_run_makes_no_model_calls(accepted: Accepted) -> None:
     assert accepted.second.code == 0
     assert accepted.second.calls == (0, 0)
-    assert accepted.second.scores() == accepted.first.scores()
+    assert accepted.second.verdict == "ship"
+    assert accepted.second.overall() == accepted.first.overall()
     assert accepted.artifact.read_bytes() == accepted.first_bytes
 
 
-def test_a_refused_candidate_is_not_written(optimiser: ModuleType, accepted: Accepted, tmp_path: Path) -> None:
+def test_a_margin_beyond_the_gain_is_inconclusive_and_writes_nothing(
+    optimiser: ModuleType, accepted: Accepted, tmp_path: Path
+) -> None:
+    output = tmp_path / "tagging.json"
+    run = _optimise(optimiser, accepted.cache, better, "--margin", "0.9", "--output", str(output))
+    assert (run.code, run.verdict, run.calls) == (0, "inconclusive", (0, 0))
+    assert run.decision().margin == 0.9
+    assert not output.exists()
+    assert f"--margin 0.9 {run.runs[0]} {run.runs[1]}" in run.out
+
+
+@pytest.mark.parametrize(
+    ("model", "verdict"),
+    [pytest.param(same, "inconclusive", id="no-better"), pytest.param(worse, "regress", id="worse")],
+)
+def test_a_candidate_that_is_not_better_writes_nothing(
+    optimiser: ModuleType, tmp_path: Path, model: Callable[[], Backend], verdict: str
+) -> None:
     output = tmp_path / "tagging.json"
     output.write_text('{"instructions": "the prompt in use"}', encoding="utf-8")
-    run = _optimise(optimiser, accepted.cache, "--min-gain", "5", "--output", str(output))
-    assert run.code == 0
-    assert "  gate        fail: candidate " in run.out
-    assert "; +5.000 required)" in run.out
-    assert f"not written: the gate refused the candidate; {output} is unchanged" in run.out
+    run = _optimise(optimiser, tmp_path / "cache", model, "--output", str(output))
+    assert (run.code, run.verdict, run.decision().verdict) == (0, verdict, verdict)
+    assert f"not written: the verdict is {verdict}; {output} is unchanged" in run.out
     assert output.read_text(encoding="utf-8") == '{"instructions": "the prompt in use"}'
-    assert run.scores() == accepted.first.scores()
-    assert run.calls == (0, 0)
+    base, cand = run.overall()
+    assert (cand == base) if verdict == "inconclusive" else (cand < base)
+
+
+def test_json_output_is_the_record(optimiser: ModuleType, accepted: Accepted, tmp_path: Path) -> None:
+    run = _optimise(optimiser, accepted.cache, better, "--json", "--output", str(tmp_path / "t.json"))
+    data = json.loads(run.out)
+    assert data["decision"]["verdict"] == "ship"
+    assert data["runs"] == {
+        "baseline": data["decision"]["baseline_run"],
+        "candidate": data["decision"]["candidate_run"],
+    }
+    assert data["written"] == str(tmp_path / "t.json")
+    assert json.loads(Path(data["record"]).read_text(encoding="utf-8"))["decision"] == data["decision"]
+
+
+def test_the_train_split_is_refused(optimiser: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        optimiser.main(["--split", "train", "--cache-dir", str(tmp_path)], backend_factory=lambda s: better())
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.count("\n") == 1 and "the optimiser chose its demos from the train cases" in err
+    assert not (tmp_path / "runs").exists()
 
 
 def test_the_candidate_was_scored_on_the_requests_its_artifact_makes(
     accepted: Accepted, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Re-score dev from the cache alone, with the artifact installed the production way."""
-    dev = tagging_eval.load_cases(split="dev")
     cache = ResponseCache(accepted.cache)
-    chat = CacheOnlyChat(cache, Identity.of(StubBackend()))
+    chat = CacheOnlyChat(cache, Identity.of(better()))
     try:
-        baseline = tagging_eval.evaluate(chat, dev)
+        baseline = tagging_eval.evaluate(chat, DEV)
         monkeypatch.setenv("ATTEST_TAG_PROMPT", str(accepted.artifact))
-        candidate = tagging_eval.evaluate(chat, dev)
+        candidate = tagging_eval.evaluate(chat, DEV)
     finally:
         cache.close()
-    assert (f"{baseline.overall:.3f}", f"{candidate.overall:.3f}") == accepted.first.scores()
+    assert (baseline.overall, candidate.overall) == accepted.first.overall()
 
 
 def test_attest_tag_renders_the_accepted_artifact(

@@ -1,18 +1,17 @@
 """The pure scorers: `score_one` per task on hand-written answers and on every real corpus case,
-`score_verdicts`, and the one `gate`."""
+and `score_verdicts`. (The gate is the paired verdict now: tests/test_comparison.py and
+tests/test_optimize_tagging.py.)"""
 
 from __future__ import annotations
 
 import json
 import random
-from typing import Any
 
 import pytest
 
 from attest.explain import REFUSAL
 from evals import explanation_eval, reaction_eval, tagging_eval
 from evals.cases import ExplanationCase, ReactionCase, TaggingCase
-from evals.pipeline import CaseResult, EvalResult
 
 TAG_CASE = TaggingCase(
     id="pd-cn-coupling",
@@ -566,65 +565,6 @@ def test_score_verdicts_undefined_metrics_are_none() -> None:
     assert metrics["precision"] is None  # nothing predicted positive
     assert metrics["auc_verdict"] is None and metrics["auc_confidence"] is None  # no negative label
     assert reaction_eval.score_verdicts([False], [True], [3])["recall"] is None
-
-
-# --- gate ------------------------------------------------------------------------------
-
-
-def _result(scores: dict[str, float]) -> EvalResult:
-    results = [CaseResult(cid, 0, s, [], 0.0) for cid, s in scores.items()]
-    overall = sum(scores.values()) / len(scores) if scores else 0.0
-    return EvalResult("tagging", overall, 0.0, results)
-
-
-BASELINE = _result({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5})
-
-
-@pytest.mark.parametrize(
-    ("candidate", "min_gain", "passed"),
-    [
-        pytest.param({"a": 1.0, "b": 0.5, "c": 0.5, "d": 0.5}, 0.125, True, id="gain-equals-min"),
-        pytest.param({"a": 1.0, "b": 0.5, "c": 0.5, "d": 0.5}, 0.126, False, id="gain-just-short"),
-        pytest.param({"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.25}, 0.01, True, id="better-overall-one-worse"),
-        pytest.param({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5}, 0.01, False, id="equal"),
-        pytest.param({"a": 0.25, "b": 0.5, "c": 0.5, "d": 0.5}, 0.01, False, id="worse"),
-    ],
-)
-def test_gate_needs_min_gain_on_the_same_cases(candidate: dict[str, float], min_gain: float, passed: bool) -> None:
-    decision = tagging_eval.gate(_result(candidate), BASELINE, min_gain=min_gain)
-    assert decision.passed is passed
-    assert decision.reason.startswith("pass" if passed else "fail")
-    assert "4 cases" in decision.reason
-
-
-def test_gate_default_min_gain() -> None:
-    assert tagging_eval.gate(_result({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5625}), BASELINE).passed is True
-    assert tagging_eval.gate(_result({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.53}), BASELINE).passed is False
-
-
-def test_gate_reason_counts_better_and_worse_cases() -> None:
-    decision = tagging_eval.gate(_result({"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.25}), BASELINE)
-    assert "2 cases better, 1 worse" in decision.reason
-
-
-@pytest.mark.parametrize(
-    "candidate",
-    [
-        pytest.param({"a": 1.0, "b": 1.0, "c": 1.0, "e": 1.0}, id="different-ids"),
-        pytest.param({"a": 1.0, "b": 1.0, "c": 1.0}, id="fewer-ids"),
-        pytest.param({"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0}, id="more-ids"),
-        pytest.param({}, id="empty"),
-    ],
-)
-def test_gate_refuses_results_on_different_cases(candidate: dict[str, Any]) -> None:
-    decision = tagging_eval.gate(_result(candidate), BASELINE)
-    assert decision.passed is False
-    assert decision.reason.startswith("not comparable")
-
-
-def test_gate_is_defined_once() -> None:
-    assert reaction_eval.gate is tagging_eval.gate
-    assert explanation_eval.gate is tagging_eval.gate
 
 
 def _pairwise_auc(labels: list[bool], scores: list[float]) -> float | None:
