@@ -9,7 +9,8 @@ with a `schema_version`; a hand-edited or foreign file is refused in one line na
 
 Writes are atomic through a temporary file created exclusively, under an unpredictable
 name, in the target directory (so a planted symlink is never followed), and a run id
-given on a command line is an id, never a path.
+given on a command line is an id, never a path. (Over 300 lines: the records and the one
+store that reads, writes and locks them are kept together.)
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ class Report(_Record):
     summary: dict[str, Any]
     generate: dict[str, Any] = Field(default_factory=dict)
     results: list[dict[str, Any]]
+    # the interval, families, baselines and detectable difference (evals/uncertainty.py); the run scripts fill it
+    uncertainty: dict[str, Any] = Field(default_factory=dict)
 
 
 class Decision(_Record):
@@ -138,13 +141,14 @@ def new_run_id(task: str) -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S')}-{task}-{secrets.token_hex(4)}"
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, make_parent: bool = True) -> None:
     """Write `text` to `path` so a crash leaves the old file or the new one, never half of one.
 
     The temporary file is created with O_EXCL under a random name in the target
     directory, so a symlink planted there in advance is never followed.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if make_parent:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -163,6 +167,8 @@ def _read(path: Path, model: type[M]) -> M:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RunError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"{path}: not UTF-8 text (byte {exc.start}): remove the run with `runs prune`") from None
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:
@@ -231,7 +237,7 @@ class DirStore(RunStore):
 
     def run_dir(self, run_id: str) -> Path:
         """The directory of `run_id`, refusing anything that is not a plain id inside the root."""
-        if not _RUN_ID.match(run_id) or run_id in (".", ".."):
+        if not _RUN_ID.fullmatch(run_id):
             raise RunError(f"{run_id!r} is not a run id (letters, digits, '.', '_', '-'): list them with `runs list`")
         path = self.root / run_id
         if path.is_symlink() or path.resolve().parent != self.root.resolve():
@@ -248,12 +254,16 @@ class DirStore(RunStore):
                 f"cannot list the runs in {self.root} ({exc.strerror or exc}): "
                 "give a cache directory with --cache-dir or ATTEST_CACHE_DIR"
             ) from None
-        return [n for n in names if _RUN_ID.match(n)]
+        return [n for n in names if _RUN_ID.fullmatch(n)]
 
     def save(self, run_id: str, name: str, record: BaseModel) -> None:
+        """Write one record of a run whose directory exists (`writing` creates it): a save never brings
+        back a run that `runs prune` removed meanwhile."""
         path = self.run_dir(run_id) / f"{name}.json"
         try:
-            write_atomic(path, record.model_dump_json(indent=1))
+            write_atomic(path, record.model_dump_json(indent=1), make_parent=False)
+        except FileNotFoundError:
+            raise RunError(f"run {run_id!r} no longer exists in {self.root} (removed by `runs prune`?)") from None
         except OSError as exc:
             raise RunError(
                 f"cannot write {path} ({exc.strerror or exc}): "
@@ -271,15 +281,52 @@ class DirStore(RunStore):
 
     @contextlib.contextmanager
     def writing(self, run_id: str) -> Iterator[None]:
-        """An exclusive OS lock on the run's `.lock`, released when this process ends however it ends."""
-        lock = self.run_dir(run_id) / ".lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        """An exclusive OS lock on the run's `.lock` (creating the run's directory), released when this
+        process ends however it ends."""
+        fd = self._lock_live(self.run_dir(run_id))
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
+
+    @contextlib.contextmanager
+    def claim(self, run_id: str) -> Iterator[bool]:
+        """Take the run's lock without waiting: True while this process holds it (and may remove the
+        run), False when another process is writing it."""
+        lock = self.run_dir(run_id) / ".lock"
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            raise RunError(f"cannot lock {lock} ({exc.strerror or exc})") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _lock_live(run_dir: Path) -> int:
+        """An fd holding the flock of `run_dir/.lock` as it is on disk now: a lock file that `runs prune`
+        removed while this process waited on it is let go and taken afresh."""
+        lock = run_dir / ".lock"
+        for _ in range(100):
+            run_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            except FileNotFoundError:
+                continue  # the directory went between mkdir and open
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if os.stat(lock, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                    return fd
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        raise RunError(f"cannot lock {lock}: it is removed again each time (is `runs prune` running in a loop?)")
 
     def busy(self, run_id: str) -> bool:
         """Whether another process holds the run's lock (is writing it now)."""
