@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
+from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.records import DirStore, Manifest, Report, RunError
@@ -57,9 +58,9 @@ class RunRow:
 
 
 def list_runs(store: DirStore, task: str | None = None) -> list[RunRow]:
-    """Every run in the store, newest first (run ids sort by time)."""
+    """Every run in the store, newest first by creation time (ids have a second's resolution)."""
     rows = []
-    for run_id in reversed(store.run_ids()):
+    for run_id in store.run_ids():
         try:
             manifest = store.manifest(run_id)
             report = store.report(run_id)
@@ -68,7 +69,17 @@ def list_runs(store: DirStore, task: str | None = None) -> list[RunRow]:
             continue
         if task is None or manifest.task == task:
             rows.append(RunRow(run_id, manifest, report))
-    return rows
+    return sorted(rows, key=_created, reverse=True)
+
+
+def _created(row: RunRow) -> tuple[float, str]:
+    """When the run was made: its manifest's time, or (unreadable) the time its id starts with."""
+    if row.manifest is not None:
+        return row.manifest.created, row.run_id
+    try:
+        return time.mktime(time.strptime(row.run_id[:15], "%Y%m%dT%H%M%S")), row.run_id
+    except ValueError:
+        return 0.0, row.run_id
 
 
 def resolve_ref(store: DirStore, ref: str) -> str:
@@ -151,18 +162,30 @@ def _prune(store: DirStore, args: argparse.Namespace) -> int:
         raise AttestError("say what to prune: --incomplete, --older-than DAYS or --keep-last N")
     removed = 0
     for row in _doomed(store, args):
-        if store.busy(row.run_id):
-            print(f"keep   {row.run_id} (another process is writing it)")
+        if not args.yes:
+            busy = store.busy(row.run_id)
+            print(f"keep   {row.run_id} (another process is writing it)" if busy else f"would remove {row.run_id}")
             continue
-        print(f"{'remove' if args.yes else 'would remove'} {row.run_id}")
-        if args.yes:
-            shutil.rmtree(store.run_dir(row.run_id))
-            removed += 1
+        removed += _remove(store, row.run_id)
     if not args.yes:
         print("dry run: nothing removed; add --yes to remove these")
     else:
         print(f"removed {removed} run(s)")
     return 0
+
+
+def _remove(store: DirStore, run_id: str) -> int:
+    """Remove a run holding its lock, so no writer can start on it meanwhile; 0 when another process writes it."""
+    with store.claim(run_id) as mine:
+        if not mine:
+            print(f"keep   {run_id} (another process is writing it)")
+            return 0
+        print(f"remove {run_id}")
+        try:
+            shutil.rmtree(store.run_dir(run_id))
+        except OSError as exc:
+            raise RunError(f"cannot remove {store.run_dir(run_id)} ({exc.strerror or exc})") from None
+    return 1
 
 
 def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
@@ -187,7 +210,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="runs", description="List, show and prune the runs in the cache.")
+    parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first")
