@@ -23,21 +23,17 @@ import argparse
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from attest.errors import run_main
 from attest.options import OneLineErrorParser
 from attest.text import printable
-from evals import provenance
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.comparison import (
     EXIT_CODES,
     CaseChange,
     Comparison,
-    ComparisonError,
-    RunScores,
     compare,
     compare_all,
     exit_code,
@@ -45,113 +41,15 @@ from evals.comparison import (
     to_markdown,
     to_text,
 )
+from evals.pairing import Run, load_run, pair
 from evals.pipeline import AnswerCache
-from evals.records import DirStore, Manifest, Report, RunStore
+from evals.records import DirStore, Manifest
 from evals.runs import resolve_ref
 
-__all__ = ["TASKS", "UNKNOWN", "Run", "load_run", "main", "margin_type", "pair", "scores_of", "with_answers"]
+__all__ = ["TASKS", "main", "margin_type", "with_answers"]
 
 TASKS = ("tagging", "reaction", "explanation")
-UNKNOWN = "unknown"  # the family of a case the run's corpus file no longer holds
 NOT_CACHED = "(not in the cache)"
-
-
-@dataclass(frozen=True)
-class Run:
-    """A complete run: its manifest and its report (or a re-scored report)."""
-
-    manifest: Manifest
-    report: Report
-
-    @property
-    def run_id(self) -> str:
-        return self.manifest.run_id
-
-
-def load_run(store: RunStore, run_id: str) -> Run:
-    """The run's records; a run without a report (never completed) is refused in one line."""
-    manifest = store.manifest(run_id)
-    report = store.report(run_id)
-    if report is None or manifest.status != "complete":
-        raise ComparisonError(
-            f"run {run_id} has no report (status {manifest.status}): it never completed, so it cannot be compared; "
-            "rerun its eval or pick a complete run (`python -m evals.runs list`)"
-        )
-    return Run(manifest, report)
-
-
-def pair(base: Run, cand: Run, *, allow_split_mismatch: bool = False) -> tuple[RunScores, RunScores]:
-    """Both runs as `RunScores`, after checking they can be paired: one task, one split, the same cases."""
-    b, c = base.manifest, cand.manifest
-    if b.task != c.task:
-        raise ComparisonError(f"run {b.run_id} is a {b.task} run and run {c.run_id} a {c.task} run: compare one task")
-    if b.split != c.split and not allow_split_mismatch:
-        raise ComparisonError(
-            f"run {b.run_id} is on the {b.split} split and run {c.run_id} on the {c.split} split: "
-            "compare runs of one split, or pass --allow-split-mismatch to pair the cases they share"
-        )
-    _check_cases(b, c)
-    families: dict[str, dict[str, str]] = {}
-    return scores_of(base, families), scores_of(cand, families)
-
-
-def _check_cases(b: Manifest, c: Manifest) -> None:
-    shared = b.case_sha256.keys() & c.case_sha256.keys()
-    changed = sorted(case for case in shared if b.case_sha256[case] != c.case_sha256[case])
-    if changed:
-        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
-        raise ComparisonError(
-            f"case {changed[0]}{more}: the inputs or label differ between run {b.run_id} and run {c.run_id} "
-            "(the corpus changed between them): re-run the baseline on today's corpus"
-        )
-
-
-def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> RunScores:
-    """A run's per-sample scores by case, with its families, case hashes and provenance.
-
-    `families` memoises corpus files by recorded path, so two runs of one corpus read it once.
-    """
-    samples: dict[str, list[float]] = {}
-    for result in run.report.results:
-        samples.setdefault(str(result["id"]), []).append(float(result["score"]))
-    memo = {} if families is None else families
-    ref = run.manifest.provenance.corpus
-    if ref not in memo:
-        memo[ref] = _families(provenance.resolve_corpus(ref))
-    family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
-    m = run.manifest
-    return RunScores(m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m))
-
-
-def _families(path: Path) -> dict[str, str]:
-    """case id -> family from a corpus file; {} when it cannot be read (families are for display only)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, list):
-        return {}
-    return {str(c["id"]): str(c["family"]) for c in data if isinstance(c, dict) and "id" in c and c.get("family")}
-
-
-def _provenance(m: Manifest) -> dict[str, object]:
-    p = m.provenance
-    commit = None if p.git_commit is None else p.git_commit + (" (dirty)" if p.git_dirty else "")
-    return {
-        "backend": m.backend,
-        "model": m.model,
-        "digest": m.digest,
-        "options": json.dumps(m.options, sort_keys=True),
-        "repeat": m.repeat,
-        "split": m.split,
-        "prompt_fingerprint": p.prompt_fingerprint,
-        "tag_prompt_sha256": p.tag_prompt_sha256,
-        "scorer_fingerprint": p.scorer_fingerprint,
-        "corpus": p.corpus,
-        "corpus_sha256": p.corpus_sha256.get(m.split, json.dumps(p.corpus_sha256, sort_keys=True)),
-        "git_commit": commit,
-        "attest_version": p.attest_version,
-    }
 
 
 def with_answers(x: Comparison, cache: AnswerCache | None, base: Manifest, cand: Manifest, every: bool) -> Comparison:

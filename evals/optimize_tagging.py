@@ -34,7 +34,6 @@ import contextlib
 import json
 import random
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +53,11 @@ from attest.options import OneLineErrorParser, add_backend_options, settings_fro
 from attest.text import printable
 from evals.cache import Identity, ResponseCache, request_key, resolve_cache_dir
 from evals.cases import TaggingCase
-from evals.compare import Run, margin_type, pair
-from evals.comparison import Comparison, compare
+from evals.compare import margin_type
+from evals.comparison import Comparison
 from evals.execute import RunOutcome, RunSpec, execute, with_render
 from evals.execute import evaluate as execute_evaluate
+from evals.pairing import Run, decide
 from evals.pipeline import CachedChat, EvalResult, SampleChat
 from evals.records import Decision, DirStore, RunStore, new_run_id, write_atomic
 from evals.runner import BackendFactory
@@ -69,7 +69,6 @@ __all__ = [
     "BudgetedChat",
     "Search",
     "TagPromptAdapter",
-    "decide",
     "evaluate_prompt",
     "main",
     "prompt_from",
@@ -402,30 +401,10 @@ def _optimise(
     store = DirStore(cache.directory / "runs")
     baseline = run_prompt(dev_chat, store, judged, BASELINE, "optimiser baseline", split=args.split)
     candidate = run_prompt(dev_chat, store, judged, found.prompt, "optimiser candidate", split=args.split)
-    comparison, decision = decide(store, baseline, candidate, margin=args.margin)
-    return _Outcome(found, baseline, candidate, comparison, decision, budgeted.calls, dev_chat.calls)
-
-
-def decide(
-    store: RunStore, baseline: RunOutcome, candidate: RunOutcome, *, margin: float
-) -> tuple[Comparison, Decision]:
-    """The gate: the paired verdict of candidate against baseline, recorded beside the candidate run."""
-    base, cand = pair(Run(baseline.manifest, baseline.report), Run(candidate.manifest, candidate.report))
-    x = compare(base, cand, margin=margin)
-    interval = x.paired.interval
-    decision = Decision(
-        baseline_run=baseline.run_id,
-        candidate_run=candidate.run_id,
-        margin=margin,
-        verdict=x.verdict,
-        mean_difference=x.paired.mean_diff,
-        interval=(interval.low, interval.high),
-        p_value=x.paired.p_value,
-        n=x.n,
-        decided_at=time.time(),
+    comparison, decision = decide(
+        store, Run(baseline.manifest, baseline.report), Run(candidate.manifest, candidate.report), margin=args.margin
     )
-    store.save(candidate.run_id, "decision", decision)
-    return x, decision
+    return _Outcome(found, baseline, candidate, comparison, decision, budgeted.calls, dev_chat.calls)
 
 
 def _write_artifact(path: Path, prompt: TagPrompt) -> Path:

@@ -30,9 +30,9 @@ from evals.cache import ResponseCache, resolve_cache_dir
 from evals.cases import AnyCase
 from evals.execute import report_of
 from evals.pipeline import EvalResult, MissingSampleError, Task, corpus_digests, load_cases, score_planned
-from evals.records import DirStore, Manifest, RunError
+from evals.records import Decision, DirStore, Manifest, RunError
 
-__all__ = ["TASKS", "Rescored", "find_runs", "main", "rescore_run"]
+__all__ = ["TASKS", "Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
 TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
 
@@ -143,19 +143,54 @@ def _rescore(args: argparse.Namespace) -> int:
 def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCache, args: argparse.Namespace) -> int:
     start = time.perf_counter()
     rows = []
+    rescored: dict[str, Rescored] = {}
     for manifest in manifests:
-        done = rescore_run(manifest, cache, args.corpus)
+        done = rescored[manifest.run_id] = rescore_run(manifest, cache, args.corpus)
         old = store.report(manifest.run_id)
         store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
         rows.append(_row(done, old.overall if old else None))
+    decisions = recheck_decisions(store, cache, rescored, args.corpus)
     seconds = time.perf_counter() - start
     if args.json:
-        print(json.dumps({"runs": rows, "seconds": seconds}, indent=1))
+        print(json.dumps({"runs": rows, "decisions": decisions, "seconds": seconds}, indent=1))
     else:
         _print_rows(rows, seconds)
+        for found in decisions:
+            print(printable(found["line"]))
     for warning in cache.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
     return 0
+
+
+def recheck_decisions(
+    store: DirStore, cache: ResponseCache, rescored: dict[str, Rescored], corpus: Path | None = None
+) -> list[dict[str, Any]]:
+    """Every decision recorded beside a re-scored run, recomputed from the cache alone.
+
+    The baseline is re-scored too (with the same labels) when it was not among the runs;
+    the verdict is recomputed with the recorded margin. Each entry says whether it is
+    unchanged, or what it would now be, and carries its one printed line.
+    """
+    found = [
+        (run_id, store.load(run_id, "decision", Decision)) for run_id in rescored if store.exists(run_id, "decision")
+    ]
+    if not found:
+        return []
+    from evals.pairing import Run, recheck, recheck_line  # statistics (scipy) only when there is a decision
+
+    out = []
+    for run_id, decision in found:
+        cand = rescored[run_id]
+        try:
+            base = rescored.get(decision.baseline_run) or rescore_run(
+                store.manifest(decision.baseline_run), cache, corpus
+            )
+            runs = [Run(r.manifest, report_of(r.manifest, r.result, None)) for r in (base, cand)]
+            entry = recheck(decision, runs[0], runs[1])
+        except AttestError as exc:
+            entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
+        out.append({**entry, "line": recheck_line(entry)})
+    return out
 
 
 def _row(done: Rescored, old: float | None) -> dict[str, Any]:
