@@ -72,6 +72,7 @@ class RunOutcome:
     stats: GenerateStats
     result: EvalResult
     report: Report
+    spec: RunSpec | None = None  # what was run: the report's baselines and families need its task and cases
 
 
 def execute(
@@ -104,7 +105,7 @@ def execute(
         result = score_planned(spec.task, ((p.case, p.sample, p.key) for p in planned), chat.cache)
         report = report_of(manifest, result, stats)
         store.save(run_id, "report", report)
-    return RunOutcome(run_id, manifest, stats, result, report)
+    return RunOutcome(run_id, manifest, stats, result, report, spec)
 
 
 def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[Planned], record_git: bool) -> Manifest:

@@ -1,30 +1,123 @@
-"""The printed report of a run: score, task metrics, worst cases, cache use, and where
-to look next (`runs show`)."""
+"""The report of a run: its score with a 95% interval and n, per-family rows, the stub's
+and a trivial baseline's scores on the same cases, the smallest difference this split
+can detect, flaky cases under repeats, the task's metrics, the worst cases, cache use,
+and where to look next (`runs show`).
+
+`annotate` computes the uncertainty block (evals/uncertainty.py, evals/baselines.py)
+into the run's `Report`; `print_report` prints the table from that record, so the
+table, `--json` and report.json carry the same figures.
+
+The block costs a stub run over the cases and importing scipy (about a second on a
+small machine), so `annotate` first looks for it in the latest reports of the same
+task: a block is reused only when everything it is computed from is the same (the
+cases with their labels and families, every sample's score and verdict, the rendered
+prompts, the scorer, the repeat count, and the source of the code that computes it);
+`inputs_sha256` in the block is that key. evals/uncertainty.py (and so scipy) is
+imported only when the block must be computed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attest.backends.stub
 from attest.text import printable
+from evals import baselines
 from evals.execute import RunOutcome
+from evals.records import RunError, RunStore
 
-__all__ = ["print_report"]
+__all__ = ["annotate", "inputs_sha256", "print_report"]
+
+FLAKY_SHOWN = 10
+REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
+_CODE = [
+    Path(__file__),
+    Path(__file__).with_name("uncertainty.py"),
+    Path(__file__).with_name("baselines.py"),
+    Path(__file__).with_name("stats.py"),
+    Path(attest.backends.stub.__file__),
+]
+
+
+def annotate(outcome: RunOutcome, store: RunStore | None = None) -> RunOutcome:
+    """The outcome with its report's uncertainty block filled in; unchanged if it does not know its cases.
+
+    With a `store`, a block computed from the same inputs by one of the task's latest
+    runs is reused instead of computed again.
+    """
+    if outcome.spec is None:
+        return outcome
+    key = inputs_sha256(outcome)
+    block = _reusable(store, outcome, key) if store is not None else None
+    if block is None:
+        block = {**_compute(outcome), "inputs_sha256": key}
+    return dataclasses.replace(outcome, report=outcome.report.model_copy(update={"uncertainty": block}))
+
+
+def _compute(outcome: RunOutcome) -> dict[str, Any]:
+    from evals import uncertainty  # deferred: it imports scipy, which a reused block does not need
+
+    spec = outcome.spec
+    assert spec is not None
+    found = baselines.baselines(spec.task, spec.cases)
+    return uncertainty.block(spec.task.name, spec.cases, outcome.result.results, found, spec.repeat)
+
+
+def inputs_sha256(outcome: RunOutcome) -> str:
+    """sha256 of everything the uncertainty block is computed from (see the module docstring)."""
+    spec = outcome.spec
+    if spec is None:
+        raise ValueError("an outcome without its RunSpec has no uncertainty inputs")
+    digest = hashlib.sha256()
+    for path in _CODE:
+        digest.update(path.read_bytes())
+    inputs = {
+        "task": spec.task.name,
+        "repeat": spec.repeat,
+        "versions": [importlib.metadata.version(p) for p in ("numpy", "scipy")],
+        "prompt": outcome.manifest.provenance.prompt_fingerprint,
+        "scorer": outcome.manifest.provenance.scorer_fingerprint,
+        "cases": [c.model_dump(mode="json", exclude={"note"}) for c in spec.cases],
+        "results": [[r.id, r.sample, r.score, r.details.get("verdict")] for r in outcome.result.results],
+    }
+    digest.update(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode())
+    return digest.hexdigest()
+
+
+def _reusable(store: RunStore, outcome: RunOutcome, key: str) -> dict[str, Any] | None:
+    mark = f"-{outcome.manifest.task}-"
+    recent = [r for r in store.run_ids() if mark in r and r != outcome.run_id][-REUSE_LOOKBACK:]
+    for run_id in reversed(recent):
+        try:
+            report = store.report(run_id)
+        except RunError:
+            continue  # unreadable: `runs list` says so; it is no source of figures
+        if report is not None and report.uncertainty.get("inputs_sha256") == key:
+            return dict(report.uncertainty)
+    return None
 
 
 def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5) -> None:
-    """The human-readable report: score, worst cases, latency, cache, task metrics."""
-    result, stats, manifest = outcome.result, outcome.stats, outcome.manifest
+    """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows)."""
+    result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
     print(
-        f"{result.task} eval, {manifest.split} split, {manifest.backend} {manifest.model} "
+        f"{result.task} eval, {manifest.split} split, {manifest.backend} {printable(manifest.model)} "
         f"(run {outcome.run_id}, prompt {manifest.provenance.prompt_fingerprint[:12]})"
     )
-    print(f"  mean score      {result.overall:.3f} over {result.n} samples")
+    plain = [f"  mean score      {result.overall:.3f} over {result.n} samples (no interval: not annotated)"]
+    for line in _uncertainty_lines(block) if block else plain:
+        print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
-    for key, value in result.summary.items():
-        print(f"  {key:<15} {_fmt(value)}")
+    for line in _summary_lines(result.summary, block.get("verdicts")):
+        print(line)
     shown = [r for r in result.worst(worst) if r.score < 1.0] if worst else []
     if shown:
         print("  worst cases:")
@@ -34,11 +127,63 @@ def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5) -> None:
     print(f"  answers         python -m evals.runs show {outcome.run_id}")
 
 
+def _uncertainty_lines(block: dict[str, Any]) -> list[str]:
+    score = block["score"]
+    lines = [f"  score           {score['text']} cases, {block['samples']} samples (95%, {score['method']})"]
+    for b in block["baselines"]:
+        diff = b["difference"]["text"].rsplit(" n=", 1)[0]
+        lines.append(f"  {b['name']:<15} {b['text']}   model - {b['name']} {diff}")
+        lines.append(f"  {'':<15} ({printable(b['answer'])})")
+    d = block["detectable"]
+    lines.append(f"  detectable      {d['text']}: the smallest paired difference two runs on these cases")
+    lines.append("                  show at 95%, if the second run is as spread as this one and uncorrelated with it")
+    lines.extend(_family_lines(block["families"], [b["name"] for b in block["baselines"]]))
+    if "repeats" in block:
+        lines.extend(_repeat_lines(block["repeats"]))
+    return lines
+
+
+def _family_lines(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> list[str]:
+    width = max([len(r["text"].rsplit(" n=", 1)[0]) for r in rows] + [5])
+    head = "".join(f"  {name:>7}" for name in names)
+    lines = [f"  by family       {'n':>4}  {'score':<{width}}{head}"]
+    for r in rows:
+        text = r["text"].rsplit(" n=", 1)[0]
+        others = "".join(f"  {r['baselines'][name]:>7.2f}" for name in names)
+        lines.append(f"    {printable(r['family']):<13} {r['n']:>4}  {text:<{width}}{others}")
+    return lines
+
+
+def _repeat_lines(rep: dict[str, Any]) -> list[str]:
+    flaky = rep["flaky"]
+    more = len(flaky) - FLAKY_SHOWN
+    named = ", ".join(flaky[:FLAKY_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    lines = [
+        f"  repeats         {rep['k']} samples per case; {len(flaky)} of {rep['cases']} cases flaky"
+        + (f" (samples disagree): {named}" if flaky else " (every case's samples agree)")
+    ]
+    if rep["within"] is not None:
+        share = "" if rep.get("within_share") is None else f" ({rep['within_share']:.0%} of the total)"
+        lines.append(f"  variance        within cases {rep['within']:.3g}{share}, between cases {rep['between']:.3g}")
+    return lines
+
+
+def _summary_lines(summary: dict[str, Any], verdicts: dict[str, Any] | None) -> list[str]:
+    lines = []
+    for key, value in summary.items():
+        if verdicts is not None and key in ("precision", "recall"):
+            shown = verdicts[key]["text"] if verdicts[key] else "n/a"
+            lines.append(f"  {key:<15} {shown} (an unparseable answer counts as the wrong verdict)")
+        else:
+            lines.append(f"  {key:<15} {_fmt(value)}")
+    return lines
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.2f}"  # no interval to size it by: two decimals
     if isinstance(value, dict):
         return "  ".join(f"{k}:{v}" for k, v in value.items()) or "(empty)"
     return printable(str(value))

@@ -25,7 +25,7 @@ from evals.cache import Identity, ResponseCache, resolve_cache_dir, resolve_leas
 from evals.execute import RunOutcome, RunSpec, execute
 from evals.pipeline import CachedChat, Task, load_cases, stderr_progress
 from evals.records import DirStore
-from evals.report import print_report
+from evals.report import annotate, print_report
 
 __all__ = ["BackendFactory", "main"]
 
@@ -143,6 +143,8 @@ def _generate_and_score(spec: RunSpec, args: argparse.Namespace, cache: Response
 def _show(outcome: RunOutcome, args: argparse.Namespace, store: DirStore, warnings: Sequence[str]) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    outcome = annotate(outcome, store)
+    store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
     if args.json:
         print(json.dumps(outcome.report.model_dump(mode="json"), indent=1))
     else:

@@ -1,0 +1,164 @@
+"""What a run's score is worth: the uncertainty block of its report.
+
+The block holds the mean with its 95% interval and n, per-family rows, the baselines
+scored on the same cases (with the paired difference model - baseline), the smallest
+paired difference a comparison on this split could detect, reaction's precision and
+recall with their intervals, and, with repeats, the flaky cases and the split of the
+variance within and between cases. Everything is plain JSON (`Report.uncertainty`),
+printed by evals/report.py.
+
+The case is the unit (Miller 2024, arXiv:2411.00640): a case's samples are averaged
+before anything else, so n is the number of cases, never of samples. Intervals come
+from evals/stats.py: Wilson when every per-case score is 0 or 1, else a seeded BCa
+bootstrap; figures are formatted to the precision the interval supports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from evals import stats
+from evals.baselines import Baseline
+from evals.cases import AnyCase, ReactionCase
+from evals.pipeline import CaseResult
+
+__all__ = ["ASSUMES", "block", "detectable", "estimate_json", "family_rows", "repeats", "samples_by_case", "verdicts"]
+
+UNIT = "case: a case's samples are averaged first; n counts cases"
+ASSUMES = (
+    "the sd of paired differences is sqrt(2) x this run's per-case sd: a second run as spread as this one and "
+    "uncorrelated with it (conservative: runs of similar prompts agree on most cases and detect smaller differences)"
+)
+
+
+def samples_by_case(results: Sequence[CaseResult]) -> dict[str, list[float]]:
+    """Each case's sample scores, by case id, in the order the results hold them."""
+    found: dict[str, list[float]] = {}
+    for r in results:
+        found.setdefault(r.id, []).append(r.score)
+    return found
+
+
+def _method(values: Sequence[float]) -> str:
+    if stats.is_binary(values):
+        return "Wilson"
+    if len(set(values)) == 1:
+        return "none: every score is equal"
+    return "bootstrap BCa" if len(values) <= stats.BOOTSTRAP_MAX_N else "Student t"
+
+
+def estimate_json(estimate: stats.Estimate, method: str = "", *, signed: bool = False) -> dict[str, Any]:
+    """An estimate as JSON: mean, low, high, n, the interval's method and its house-format text."""
+    i = estimate.interval
+    out: dict[str, Any] = {"mean": estimate.mean, "low": i.low, "high": i.high, "n": estimate.n, "level": i.level}
+    if method:
+        out["method"] = method
+    out["text"] = estimate.format(signed=signed)
+    return out
+
+
+def _mean_of(values: Sequence[float]) -> dict[str, Any]:
+    return estimate_json(stats.mean_estimate(values), _method(values))
+
+
+def _baseline_row(baseline: Baseline, ids: Sequence[str], model: Sequence[float]) -> dict[str, Any]:
+    missing = [i for i in ids if i not in baseline.scores]
+    if missing:
+        raise ValueError(f"baseline {baseline.name} has no score for cases {missing[:5]}: score it on the same cases")
+    base = [baseline.scores[i] for i in ids]
+    difference = estimate_json(stats.difference(base, model), "adjusted Wald, paired", signed=True)
+    return {"name": baseline.name, "answer": baseline.answer, **_mean_of(base), "difference": difference}
+
+
+def family_rows(
+    cases: Sequence[AnyCase], means: Mapping[str, float], baselines: Sequence[Baseline] = ()
+) -> list[dict[str, Any]]:
+    """One row per family of the scored cases, by name: n, mean and interval, and each baseline's mean."""
+    members: dict[str, list[str]] = {}
+    for case in cases:
+        if case.id in means:
+            members.setdefault(case.family, []).append(case.id)
+    rows = []
+    for family in sorted(members):
+        ids = members[family]
+        others = {b.name: sum(b.scores[i] for i in ids) / len(ids) for b in baselines}
+        rows.append({"family": family, **_mean_of([means[i] for i in ids]), "baselines": others})
+    return rows
+
+
+def detectable(model: Sequence[float], *, power: float = 0.8, alpha: float = 0.05) -> dict[str, Any]:
+    """The minimum paired difference detectable at `power` on this many cases, under the `ASSUMES` spread."""
+    n = len(model)
+    sd_cases = float(np.std(model, ddof=1)) if n > 1 else 0.0
+    sd = math.sqrt(2.0) * sd_cases
+    effect = stats.minimum_detectable_effect(n, sd, alpha=alpha, power=power)
+    shown = stats.Detectable(effect, n, sd, "sd of differences", power)
+    return {
+        "effect": None if math.isinf(effect) else effect,
+        "n": n,
+        "power": power,
+        "alpha": alpha,
+        "sd_of_differences": sd,
+        "sd_of_case_scores": sd_cases,
+        "assumes": ASSUMES,
+        "text": shown.format(),
+    }
+
+
+def repeats(samples: Mapping[str, Sequence[float]], repeat: int) -> dict[str, Any]:
+    """Which cases' samples disagree, and the score variance within cases (sampling noise) and between them."""
+    flaky = stats.flaky_cases(samples)
+    out: dict[str, Any] = {"k": repeat, "cases": len(samples), "flaky": flaky, "within": None, "between": None}
+    try:
+        parts = stats.variance_components(samples)
+    except ValueError:
+        return out  # one case, or no case with two samples: nothing to split
+    total = parts.within + parts.between
+    share = parts.within / total if total > 0 else None
+    return {**out, "within": parts.within, "between": parts.between, "within_share": share}
+
+
+def verdicts(cases: Sequence[AnyCase], results: Sequence[CaseResult]) -> dict[str, Any]:
+    """Reaction's precision and recall with Wilson intervals; an unparseable answer counts as the wrong verdict."""
+    label = {c.id: c.verdict for c in cases if isinstance(c, ReactionCase)}
+    said = [(r.details.get("verdict"), label[r.id]) for r in results]
+    verdict = [v if v is not None else not y for v, y in said]  # no answer: the wrong one
+    tp = sum(1 for v, (_, y) in zip(verdict, said, strict=True) if v and y)
+    predicted, actual = sum(verdict), sum(1 for _, y in said if y)
+
+    def rate(k: int, n: int) -> dict[str, Any] | None:
+        return estimate_json(stats.proportion(k, n), "Wilson") if n else None
+
+    invalid = sum(1 for v, _ in said if v is None)
+    return {"precision": rate(tp, predicted), "recall": rate(tp, actual), "invalid": invalid}
+
+
+def block(
+    task_name: str,
+    cases: Sequence[AnyCase],
+    results: Sequence[CaseResult],
+    baselines: Sequence[Baseline] = (),
+    repeat: int = 1,
+) -> dict[str, Any]:
+    """The report's uncertainty block for `results` over `cases` (the run's cases, in its order)."""
+    samples = samples_by_case(results)
+    ids = [c.id for c in cases if c.id in samples]
+    means = {i: sum(samples[i]) / len(samples[i]) for i in ids}
+    model = [means[i] for i in ids]
+    out: dict[str, Any] = {
+        "unit": UNIT,
+        "samples": len(results),
+        "score": _mean_of(model),
+        "baselines": [_baseline_row(b, ids, model) for b in baselines],
+        "families": family_rows(cases, means, baselines),
+        "detectable": detectable(model),
+    }
+    if any(len(s) > 1 for s in samples.values()):
+        out["repeats"] = repeats({i: samples[i] for i in ids}, repeat)
+    elif task_name == "reaction":
+        out["verdicts"] = verdicts(cases, results)  # per sample; with repeats they would not be independent
+    return out
