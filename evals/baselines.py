@@ -56,7 +56,7 @@ def stub(task: Task[Any], cases: Sequence[AnyCase]) -> Baseline:
     """The stub backend's score on `cases`: the production renderer, the task's scorer, in memory."""
     backend = StubBackend()
     result = evaluate(task, unsampled(backend.chat_json), cases)
-    return Baseline("stub", f"the stub backend ({backend.model}: keyword overlap)", result.by_case())
+    return Baseline("stub", f"the stub backend, {backend.model}: keyword overlap of reader and item", result.by_case())
 
 
 def best_constant(task: Task[Any], cases: Sequence[AnyCase], options: Sequence[Candidate]) -> Baseline:
@@ -87,7 +87,7 @@ def _reaction(cases: Sequence[ReactionCase]) -> list[Candidate]:
 def _tagging(cases: Sequence[TaggingCase]) -> list[Candidate]:
     ranked = [tag for tag, _ in Counter(tag for c in cases for tag in c.tags).most_common(3)]
     sets = [[tag] for tag in ranked] + [ranked[:k] for k in (2, 3) if len(ranked) >= k]
-    return [Candidate(json.dumps({"tags": s}), f"always tags {s}") for s in sets]
+    return [Candidate(json.dumps({"tags": s}), f"always tags {json.dumps(s)}") for s in sets]
 
 
 def _explanation(cases: Sequence[ExplanationCase]) -> list[Candidate]:

@@ -133,10 +133,12 @@ def _uncertainty_lines(block: dict[str, Any]) -> list[str]:
     for b in block["baselines"]:
         diff = b["difference"]["text"].rsplit(" n=", 1)[0]
         lines.append(f"  {b['name']:<15} {b['text']}   model - {b['name']} {diff}")
-        lines.append(f"  {'':<15} ({printable(b['answer'])})")
+        lines.append(f"  {'':<15} {printable(b['answer'])}")
     d = block["detectable"]
-    lines.append(f"  detectable      {d['text']}: the smallest paired difference two runs on these cases")
-    lines.append("                  show at 95%, if the second run is as spread as this one and uncorrelated with it")
+    lines.append(f"  detectable      {d['text']}: the smallest true difference that `compare` on these")
+    lines.append(
+        "                  cases ships 80% of the time, if the other run is as spread as this one and uncorrelated"
+    )
     lines.extend(_family_lines(block["families"], [b["name"] for b in block["baselines"]]))
     if "repeats" in block:
         lines.extend(_repeat_lines(block["repeats"]))

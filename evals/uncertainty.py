@@ -85,7 +85,7 @@ def family_rows(
     rows = []
     for family in sorted(members):
         ids = members[family]
-        others = {b.name: sum(b.scores[i] for i in ids) / len(ids) for b in baselines}
+        others = {b.name: float(np.mean([b.scores[i] for i in ids])) for b in baselines}  # as the mean beside it
         rows.append({"family": family, **_mean_of([means[i] for i in ids]), "baselines": others})
     return rows
 
