@@ -43,8 +43,9 @@ def load_run(store: RunStore, run_id: str) -> Run:
     manifest = store.manifest(run_id)
     report = store.report(run_id)
     if report is None or manifest.status != "complete":
+        why = f"status {manifest.status}" + ("" if report else ", no report")
         raise ComparisonError(
-            f"run {run_id} has no report (status {manifest.status}): it never completed, so it cannot be compared; "
+            f"run {run_id} is not complete ({why}), so it cannot be compared: "
             "rerun its eval or pick a complete run (`python -m evals.runs list`)"
         )
     return Run(manifest, report)

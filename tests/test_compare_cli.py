@@ -202,15 +202,18 @@ def test_runs_of_different_splits_are_refused_unless_allowed(
     assert (data["difference"]["n"], len(data["only_candidate"]), data["verdict"]) == (12, 6, "ship")
 
 
-def test_a_run_without_a_report_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    runs = make_pair(tmp_path, better=4, worse=0, both_right=1, both_wrong=1)
+def test_a_run_that_did_not_complete_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = make_pair(tmp_path, better=12, worse=0, both_right=1, both_wrong=1)
+    manifest = runs.cache / "runs" / runs.base / "manifest.json"
+    complete = manifest.read_text(encoding="utf-8")
+    manifest.write_text(complete.replace('"status": "complete"', '"status": "generating"'), encoding="utf-8")
+    err = one_line_error(run_compare(capsys, runs.cache, runs.base, runs.cand))
+    assert f"run {runs.base} is not complete (status generating), so it cannot be compared" in err
+    manifest.write_text(complete, encoding="utf-8")
+    assert run_compare(capsys, runs.cache, runs.base, runs.cand).code == 0
     (runs.cache / "runs" / runs.cand / "report.json").unlink()
     err = one_line_error(run_compare(capsys, runs.cache, runs.base, runs.cand))
-    assert f"run {runs.cand} has no report" in err
-    manifest = runs.cache / "runs" / runs.base / "manifest.json"
-    manifest.write_text(manifest.read_text(encoding="utf-8").replace('"complete"', '"generating"'), encoding="utf-8")
-    err = one_line_error(run_compare(capsys, runs.cache, runs.cand, runs.base))
-    assert f"run {runs.cand} has no report" in err or f"run {runs.base} has no report (status generating)" in err
+    assert f"run {runs.cand} is not complete (status complete, no report)" in err
 
 
 @pytest.mark.parametrize(
