@@ -71,9 +71,23 @@ def rescore(session: nox.Session) -> None:
     session.run("python", "-m", "evals.rescore", *session.posargs)
 
 
+@nox.session(default=False)
+def compare(session: nox.Session) -> None:
+    """Pair two runs (-- BASE CAND, or -- --all @previous @latest) and decide; fails unless the verdict is ship."""
+    _install(session, "eval")
+    session.run("python", "-m", "evals.compare", *session.posargs)
+
+
+@nox.session(default=False)
+def runs(session: nox.Session) -> None:
+    """List, show and prune the runs in the cache: -- list, -- show TASK@latest, -- prune --incomplete."""
+    _install(session, "eval")
+    session.run("python", "-m", "evals.runs", *(session.posargs or ["list"]))
+
+
 @nox.session(name="optimize-tagging", default=False)
 def optimize_tagging(session: nox.Session) -> None:
-    """Bootstrap tagging demos with DSPy on train, gate on dev, write an accepted ATTEST_TAG_PROMPT artifact."""
+    """Bootstrap tagging demos with DSPy on train; write the ATTEST_TAG_PROMPT artifact only if dev says ship."""
     _install(session, "eval,local,optimize")
     session.run("python", "evals/optimize_tagging.py", *session.posargs)
 
