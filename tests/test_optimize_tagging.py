@@ -313,11 +313,14 @@ def test_json_output_is_the_record(optimiser: ModuleType, accepted: Accepted, tm
 
 def test_the_train_split_is_refused(optimiser: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
-        optimiser.main(["--split", "train", "--cache-dir", str(tmp_path)], backend_factory=lambda s: better())
+        optimiser.main(
+            ["--split", "train", "--cache-dir", str(tmp_path), "--output", str(tmp_path / "tagging.json")],
+            backend_factory=lambda s: better(),
+        )
     err = capsys.readouterr().err
     assert exit_.value.code == 2
     assert err.count("\n") == 1 and "the optimiser chose its demos from the train cases" in err
-    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "tagging.json").exists()
 
 
 def test_the_candidate_was_scored_on_the_requests_its_artifact_makes(
