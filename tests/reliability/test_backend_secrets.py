@@ -172,9 +172,11 @@ def test_settings_never_show_a_credential() -> None:
         "OLLAMA_HOST": f"http://u:{secret}@gpu-box:11434",
         "ATTEST_OPENAI_API_KEY": secret,
     }
-    settings = Settings.resolve(env=env)
-    assert secret not in repr(settings) and secret not in str(settings)
-    assert (settings.openai_base_url, settings.ollama_host) == ("http://gpu-box:8000", "http://gpu-box:11434")
+    openai, ollama = Settings.resolve(backend="openai", env=env), Settings.resolve(backend="ollama", env=env)
+    for settings in (openai, ollama):
+        assert secret not in repr(settings) and secret not in str(settings)
+    assert (openai.openai_base_url, ollama.ollama_host) == ("http://gpu-box:8000", "http://gpu-box:11434")
+    assert openai.openai_api_key == secret and openai.openai.auth == ("u", secret)
 
 
 # --- credentials in OLLAMA_HOST --------------------------------------------------------------
