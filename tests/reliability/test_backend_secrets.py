@@ -157,7 +157,8 @@ def test_credentials_in_the_base_url_are_used_and_written_nowhere(tmp_path: Path
 def test_credentials_in_an_unreachable_base_url_are_not_printed(free_port: int, form: str) -> None:
     secret = secrets.token_hex(12)
     url = form.format(secret=secret, port=free_port)
-    done = _attest("tag", "--backend", "openai", "--model", "m", "A title", "A summary", ATTEST_OPENAI_BASE_URL=url)
+    argv = ["tag", "--backend", "openai", "--model", "m", "--retries", "2", "A title", "A summary"]
+    done = _attest(*argv, ATTEST_OPENAI_BASE_URL=url)
     assert done.returncode == 1
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and f"http://127.0.0.1:{free_port}/v1/chat/completions" in lines[0], done.stderr
