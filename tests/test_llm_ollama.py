@@ -266,8 +266,9 @@ def test_wait_before_doubles_backoff_honours_retry_after_and_caps_both() -> None
     assert [policy.wait_before(n, None) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3.0]
     assert policy.wait_before(1, "2") == 2.0
     assert policy.wait_before(1, "120") == 3.0
-    assert policy.wait_before(1, "-4") == 0.0
-    assert policy.wait_before(2, "Wed, 21 Oct 2015 07:28:00 GMT") == 1.0
+    assert policy.wait_before(1, "-4") == 0.5  # meaningless: the policy's own backoff
+    assert policy.wait_before(2, "nan") == 1.0
+    assert policy.wait_before(2, "Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date already past
 
 
 def test_timeouts_are_retried_a_bounded_number_of_times() -> None:

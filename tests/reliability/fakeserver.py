@@ -10,7 +10,11 @@
 It listens on a real socket (a ThreadingHTTPServer in a background thread), so the
 client's whole HTTP stack runs: timeouts, connection resets and truncated bodies are
 real. Each request is answered by `answer(body) -> message content`, or by the
-configured fault. Every request is recorded (path, headers, body), and every answer
+configured fault: besides error statuses and broken connections, `trickle` (one
+byte per `trickle_s`), `huge` (a valid answer of `huge_bytes`) and `deep` (JSON
+nested `deep` levels). `GET /v1/models` lists `models` (default `["fake-model"]`;
+None answers 404), each listing recorded in `model_lists`, not in `requests`.
+Every request is recorded (path, headers, body), and every answer
 that was written out in full is recorded again in `answered`.
 
 Run as a script it serves until killed and writes its port to a file:

@@ -157,7 +157,8 @@ def test_credentials_in_the_base_url_are_used_and_written_nowhere(tmp_path: Path
 def test_credentials_in_an_unreachable_base_url_are_not_printed(free_port: int, form: str) -> None:
     secret = secrets.token_hex(12)
     url = form.format(secret=secret, port=free_port)
-    done = _attest("tag", "--backend", "openai", "--model", "m", "A title", "A summary", ATTEST_OPENAI_BASE_URL=url)
+    argv = ["tag", "--backend", "openai", "--model", "m", "--retries", "2", "A title", "A summary"]
+    done = _attest(*argv, ATTEST_OPENAI_BASE_URL=url)
     assert done.returncode == 1
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and f"http://127.0.0.1:{free_port}/v1/chat/completions" in lines[0], done.stderr
@@ -172,9 +173,11 @@ def test_settings_never_show_a_credential() -> None:
         "OLLAMA_HOST": f"http://u:{secret}@gpu-box:11434",
         "ATTEST_OPENAI_API_KEY": secret,
     }
-    settings = Settings.resolve(env=env)
-    assert secret not in repr(settings) and secret not in str(settings)
-    assert (settings.openai_base_url, settings.ollama_host) == ("http://gpu-box:8000", "http://gpu-box:11434")
+    openai, ollama = Settings.resolve(backend="openai", env=env), Settings.resolve(backend="ollama", env=env)
+    for settings in (openai, ollama):
+        assert secret not in repr(settings) and secret not in str(settings)
+    assert (openai.openai_base_url, ollama.ollama_host) == ("http://gpu-box:8000", "http://gpu-box:11434")
+    assert openai.openai_api_key == secret and openai.openai.auth == ("u", secret)
 
 
 # --- credentials in OLLAMA_HOST --------------------------------------------------------------

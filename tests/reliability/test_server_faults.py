@@ -45,6 +45,9 @@ FAULTS: dict[str, tuple[int, tuple[str, ...]]] = {
     "not-json": (RETRIES, ("not JSON", "after 3 attempts", "points at the right server")),
     "404": (1, ("no such model or route (404", "does not exist", "check --model and ATTEST_OPENAI_BASE_URL")),
     "401": (1, ("refused the request (401", "set ATTEST_OPENAI_API_KEY")),
+    "deep": (RETRIES, ("sent JSON nested too deeply", "after 3 attempts", "points at the right server")),
+    "trickle": (RETRIES, (f"no whole answer within {TIMEOUT_S:g} s", "after 3 attempts")),
+    "huge": (1, ("sent an answer over the 1000000-byte limit", "ATTEST_MAX_ANSWER_BYTES")),
 }
 _TOTALS = {"tried": 0, "survived": 0, "requests": 0}
 

@@ -26,6 +26,7 @@ __all__ = [
 DEFAULT_OLLAMA_MODEL = "gemma4:e2b"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080"
+_OLLAMA_KINDS = ("ollama", "auto")
 DEFAULT_MAX_ANSWER_BYTES = 1_000_000  # a schema-bound answer is a few hundred bytes; 1 MB is far beyond any
 
 
@@ -66,14 +67,18 @@ class Settings:
         retry: RetryPolicy | None = None,
     ) -> Settings:
         environ = os.environ if env is None else env
+        kind = backend or environ.get("ATTEST_BACKEND") or default_backend
+        # A URL is read (and a bad one refused) only for the backend that will use it.
+        ollama = ollama_endpoint(environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_HOST)) if kind in _OLLAMA_KINDS else None
         openai_url = environ.get("ATTEST_OPENAI_BASE_URL", "").strip() or DEFAULT_OPENAI_BASE_URL
+        openai = Endpoint.parse(openai_url, "ATTEST_OPENAI_BASE_URL") if kind == "openai" else None
         return cls(
-            backend=backend or environ.get("ATTEST_BACKEND") or default_backend,
+            backend=kind,
             model=model or environ.get("ATTEST_MODEL", ""),
-            ollama=ollama_endpoint(environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_HOST)),
-            openai=Endpoint.parse(openai_url, "ATTEST_OPENAI_BASE_URL"),
+            ollama=ollama or Endpoint(DEFAULT_OLLAMA_HOST),
+            openai=openai or Endpoint(DEFAULT_OPENAI_BASE_URL),
             retry=retry or RetryPolicy(),
-            openai_api_key=check_api_key(environ.get("ATTEST_OPENAI_API_KEY")),
+            openai_api_key=check_api_key(environ.get("ATTEST_OPENAI_API_KEY")) if kind == "openai" else None,
             max_answer_bytes=_byte_count(environ, "ATTEST_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES),
         )
 

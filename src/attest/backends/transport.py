@@ -209,13 +209,15 @@ def new_client(url: str) -> httpx.Client:
 def decode(resp: httpx.Response, url: str, server: str) -> dict[str, Any]:
     """The response body as a JSON object, or a retryable BackendError saying what it was instead."""
     try:
-        data = resp.json()
+        data = json.loads(resp.content)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise BackendError(
             f"{server} at {url} sent a body that is not JSON ({len(resp.content)} bytes)",
             url=url,
             retryable=True,
         ) from None
+    except RecursionError:
+        raise BackendError(f"{server} at {url} sent JSON nested too deeply", url=url, retryable=True) from None
     if not isinstance(data, dict):
         raise BackendError(f"{server} at {url} sent JSON that is not an object", url=url, retryable=True)
     return data
@@ -237,8 +239,8 @@ def transport_error(exc: httpx.TransportError, url: str, server: str, retry: Ret
 def error_text(resp: httpx.Response) -> str:
     """The server's own reason for an error status, at most 200 characters."""
     try:
-        data = resp.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = json.loads(resp.content)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return resp.text[:200]
     if isinstance(data, dict):
         err = data.get("error")
