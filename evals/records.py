@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,6 +38,7 @@ __all__ = [
     "MemoryStore",
     "Provenance",
     "Report",
+    "ReportHead",
     "RunError",
     "RunStore",
     "SampleRef",
@@ -121,6 +122,18 @@ class Report(_Record):
     uncertainty: dict[str, Any] = Field(default_factory=dict)
 
 
+class ReportHead(BaseModel):
+    """What `runs list` reads of a report.json: its score, without building its per-case results
+    (the whole report is checked where it is used: show, rescore, compare)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    kind: ClassVar[str] = "report"
+
+    schema_version: Literal[1]
+    run_id: str
+    overall: float
+
+
 class Decision(_Record):
     """The optimiser's gate, recorded beside the candidate run so rescore can re-check it."""
 
@@ -175,7 +188,7 @@ def _read(path: Path, model: type[M]) -> M:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise RunError(
-            f"{path}: not a valid {model.__name__.lower()} (field {where}: {first['msg']}); "
+            f"{path}: not a valid {getattr(model, 'kind', model.__name__.lower())} (field {where}: {first['msg']}); "
             "it was edited by hand or written by another version: remove the run with `runs prune`"
         ) from None
 
@@ -239,8 +252,8 @@ class DirStore(RunStore):
         """The directory of `run_id`, refusing anything that is not a plain id inside the root."""
         if not _RUN_ID.fullmatch(run_id):
             raise RunError(f"{run_id!r} is not a run id (letters, digits, '.', '_', '-'): list them with `runs list`")
-        path = self.root / run_id
-        if path.is_symlink() or path.resolve().parent != self.root.resolve():
+        path = self.root / run_id  # one plain name (the pattern allows no '/' and no leading '.')
+        if path.is_symlink():
             raise RunError(f"run {run_id!r} resolves outside {self.root}: refusing to use it")
         return path
 

@@ -25,7 +25,7 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals.cache import ResponseCache, resolve_cache_dir
-from evals.records import DirStore, Manifest, Report, RunError
+from evals.records import DirStore, Manifest, ReportHead, RunError
 
 __all__ = ["RunRow", "list_runs", "main", "resolve_ref"]
 
@@ -34,11 +34,11 @@ __all__ = ["RunRow", "list_runs", "main", "resolve_ref"]
 class RunRow:
     run_id: str
     manifest: Manifest | None  # None: unreadable (another version, or edited by hand)
-    report: Report | None
+    score: float | None  # None: not scored
     problem: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        m, r = self.manifest, self.report
+        m = self.manifest
         if m is None:
             return {"run_id": self.run_id, "status": "unreadable", "problem": self.problem}
         return {
@@ -51,7 +51,7 @@ class RunRow:
             "n": len({s.case for s in m.samples}),
             "samples": len(m.samples),
             "prompt": m.provenance.prompt_fingerprint,
-            "score": r.overall if r else None,
+            "score": self.score,
             "created": m.created,
             "label": m.label,
         }
@@ -63,12 +63,12 @@ def list_runs(store: DirStore, task: str | None = None) -> list[RunRow]:
     for run_id in store.run_ids():
         try:
             manifest = store.manifest(run_id)
-            report = store.report(run_id)
+            scored = store.load(run_id, "report", ReportHead) if store.exists(run_id, "report") else None
         except RunError as exc:
             rows.append(RunRow(run_id, None, None, str(exc)))
             continue
         if task is None or manifest.task == task:
-            rows.append(RunRow(run_id, manifest, report))
+            rows.append(RunRow(run_id, manifest, scored.overall if scored else None))
     return sorted(rows, key=_created, reverse=True)
 
 
