@@ -1,7 +1,8 @@
 """`python -m evals.runs list | show | prune | gc`: what the runs in the cache measured.
 
 - `list`: one row per run, newest first (id, task, status, backend, model, split, n,
-  prompt fingerprint, score, age); `--task`, `--json`.
+  prompt fingerprint, score, age); `--task`, `--json`. Runs unchanged since the last
+  listing come from `runs/.index.json` (evals/run_index.py), so 1,000 runs list at once.
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
   answer text from the cache, its score and the scorer's errors.
 - `prune --incomplete | --older-than DAYS | --keep-last N`: removes run directories
@@ -24,8 +25,10 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
+from evals import run_index
 from evals.cache import ResponseCache, resolve_cache_dir
-from evals.records import DirStore, Manifest, ReportHead, RunError
+from evals.records import DirStore, ReportHead, RunError
+from evals.run_index import Summary
 
 __all__ = ["RunRow", "list_runs", "main", "resolve_ref"]
 
@@ -33,49 +36,49 @@ __all__ = ["RunRow", "list_runs", "main", "resolve_ref"]
 @dataclass(frozen=True)
 class RunRow:
     run_id: str
-    manifest: Manifest | None  # None: unreadable (another version, or edited by hand)
-    score: float | None  # None: not scored
+    summary: Summary | None  # None: unreadable (another version, or edited by hand)
     problem: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        m = self.manifest
-        if m is None:
+        if self.summary is None:
             return {"run_id": self.run_id, "status": "unreadable", "problem": self.problem}
-        return {
-            "run_id": self.run_id,
-            "task": m.task,
-            "status": m.status,
-            "backend": m.backend,
-            "model": m.model,
-            "split": m.split,
-            "n": len({s.case for s in m.samples}),
-            "samples": len(m.samples),
-            "prompt": m.provenance.prompt_fingerprint,
-            "score": self.score,
-            "created": m.created,
-            "label": m.label,
-        }
+        return self.summary.model_dump()
 
 
-def list_runs(store: DirStore, task: str | None = None) -> list[RunRow]:
-    """Every run in the store, newest first by creation time (ids have a second's resolution)."""
-    rows = []
+def list_runs(store: DirStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
+    """Every run in the store, newest first by creation time (ids have a second's resolution).
+
+    A run whose files are unchanged since `runs/.index.json` summarised them is taken from
+    there; any other is read and checked in full (and the index updated).
+    """
+    known, fresh, rows = run_index.load(store.root), {}, []
     for run_id in store.run_ids():
+        stamp = run_index.stamp(store.root / run_id, clock)
+        entry = known.get(run_id)
         try:
-            manifest = store.manifest(run_id)
-            scored = store.load(run_id, "report", ReportHead) if store.exists(run_id, "report") else None
+            summary = entry.summary if entry and stamp == entry.stamp else _summary(store, run_id)
         except RunError as exc:
-            rows.append(RunRow(run_id, None, None, str(exc)))
+            rows.append(RunRow(run_id, None, str(exc)))
             continue
-        if task is None or manifest.task == task:
-            rows.append(RunRow(run_id, manifest, scored.overall if scored else None))
+        if stamp is not None:
+            fresh[run_id] = run_index.Entry(stamp=stamp, summary=summary)
+        if task is None or summary.task == task:
+            rows.append(RunRow(run_id, summary))
+    if fresh != known:
+        run_index.save(store.root, fresh)
     return sorted(rows, key=_created, reverse=True)
+
+
+def _summary(store: DirStore, run_id: str) -> Summary:
+    manifest = store.manifest(run_id)
+    scored = store.load(run_id, "report", ReportHead) if store.exists(run_id, "report") else None
+    return Summary.of(manifest, scored.overall if scored else None)
 
 
 def _created(row: RunRow) -> tuple[float, str]:
     """When the run was made: its manifest's time, or (unreadable) the time its id starts with."""
-    if row.manifest is not None:
-        return row.manifest.created, row.run_id
+    if row.summary is not None:
+        return row.summary.created, row.run_id
     try:
         return time.mktime(time.strptime(row.run_id[:15], "%Y%m%dT%H%M%S")), row.run_id
     except ValueError:
@@ -90,7 +93,7 @@ def resolve_ref(store: DirStore, ref: str) -> str:
     task, _, which = ref.partition("@")
     if which not in ("latest", "previous"):
         raise RunError(f"{ref!r}: say TASK@latest or TASK@previous")
-    complete = [r.run_id for r in list_runs(store, task) if r.manifest and r.manifest.status == "complete"]
+    complete = [r.run_id for r in list_runs(store, task) if r.summary and r.summary.status == "complete"]
     index = 0 if which == "latest" else 1
     if len(complete) <= index:
         raise RunError(f"{ref!r}: {task} has {len(complete)} complete run(s) in {store.root}")
@@ -116,7 +119,7 @@ def _list(store: DirStore, args: argparse.Namespace) -> int:
     )
     for row in rows:
         d = row.to_json()
-        if row.manifest is None:
+        if row.summary is None:
             print(f"{row.run_id:<38} {'?':<12} unreadable: {printable(row.problem)}")
             continue
         score = "-" if d["score"] is None else f"{d['score']:.3f}"
@@ -143,16 +146,16 @@ def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
     rows = list_runs(store)
     doomed: list[RunRow] = []
     if args.incomplete:
-        doomed += [r for r in rows if r.manifest is None or r.manifest.status != "complete"]
+        doomed += [r for r in rows if r.summary is None or r.summary.status != "complete"]
     if args.older_than is not None:
         cutoff = time.time() - args.older_than * 86400
-        doomed += [r for r in rows if r.manifest is not None and r.manifest.created < cutoff]
+        doomed += [r for r in rows if r.summary is not None and r.summary.created < cutoff]
     if args.keep_last is not None:
         kept: dict[str, int] = {}
         for r in rows:  # newest first
-            if r.manifest is not None and r.manifest.status == "complete":
-                kept[r.manifest.task] = kept.get(r.manifest.task, 0) + 1
-                if kept[r.manifest.task] > args.keep_last:
+            if r.summary is not None and r.summary.status == "complete":
+                kept[r.summary.task] = kept.get(r.summary.task, 0) + 1
+                if kept[r.summary.task] > args.keep_last:
                     doomed.append(r)
     return list({r.run_id: r for r in doomed}.values())
 
@@ -190,13 +193,15 @@ def _remove(store: DirStore, run_id: str) -> int:
 
 def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
     keep: set[str] = set()
-    for row in list_runs(store):
-        if row.manifest is None:
+    for run_id in store.run_ids():
+        try:
+            manifest = store.manifest(run_id)
+        except RunError:
             raise AttestError(
-                f"run {row.run_id} is unreadable, so its cache entries cannot be kept: "
+                f"run {run_id} is unreadable, so its cache entries cannot be kept: "
                 "prune it first (`runs prune --incomplete --yes`)"
-            )
-        keep.update(s.key for s in row.manifest.samples)
+            ) from None
+        keep.update(s.key for s in manifest.samples)
     cache = ResponseCache(cache_dir)
     try:
         count, size = cache.collect(keep, dry_run=not args.yes)

@@ -20,7 +20,7 @@ import pytest
 import attest
 from attest.backends.types import Message
 from attest.features import TagPrompt
-from evals import explanation_eval, provenance, reaction_eval, rescore, runner, runs, tagging_eval
+from evals import explanation_eval, provenance, reaction_eval, rescore, run_index, runner, runs, tagging_eval
 from evals.cache import ResponseCache
 from evals.cases import TaggingCase
 from evals.execute import Prompts
@@ -612,3 +612,69 @@ def test_gc_refuses_while_a_run_is_unreadable(tmp_path: Path, capsys: pytest.Cap
         assert cache.collect(set(), dry_run=True)[0] > len(store_of(tmp_path).manifest(run_id).samples)
     finally:
         cache.close()
+
+
+# --- the list index ----------------------------------------------------------------------------------------
+
+
+def _later() -> int:
+    """A clock ten seconds ahead: every file looks settled, so the index may hold it."""
+    return time.time_ns() + 10 * run_index.SETTLE_NS // 2
+
+
+def test_list_takes_unchanged_runs_from_the_index_and_rereads_changed_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = store_of(tmp_path)
+    first = eval_run(tagging_eval.TASK, tmp_path, capsys)
+    second = eval_run(reaction_eval.TASK, tmp_path, capsys)
+    rows = [r.to_json() for r in runs.list_runs(store, clock=_later)]
+    entries = run_index.load(store.root)
+    assert sorted(entries) == sorted([first, second])
+    (tmp_path / "runs" / ".index.json").unlink()
+    assert [r.to_json() for r in runs.list_runs(store, clock=_later)] == rows  # the same rows either way
+
+    entries = run_index.load(store.root)
+    marked = entries[first].summary.model_copy(update={"model": "from-the-index"})
+    run_index.save(store.root, {**entries, first: entries[first].model_copy(update={"summary": marked})})
+    by_id = {r.run_id: r.to_json() for r in runs.list_runs(store, clock=_later)}
+    assert by_id[first]["model"] == "from-the-index"  # an unchanged run is read from the index
+
+    path = tmp_path / "runs" / first / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), "extra": 1}), encoding="utf-8")
+    by_id = {r.run_id: r.to_json() for r in runs.list_runs(store, clock=_later)}
+    assert by_id[first]["status"] == "unreadable" and "extra" in by_id[first]["problem"]
+    assert first not in run_index.load(store.root)
+
+    shutil.rmtree(tmp_path / "runs" / second)
+    runs.list_runs(store, clock=_later)
+    assert run_index.load(store.root) == {}
+
+
+def test_a_run_written_just_now_is_not_indexed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two writes inside one timestamp tick could look like one file: fresh files are always read in full."""
+    store = store_of(tmp_path)
+    run_id = eval_run(tagging_eval.TASK, tmp_path, capsys)
+    assert [r.run_id for r in runs.list_runs(store)] == [run_id]
+    assert run_id not in run_index.load(store.root)
+    assert run_index.stamp(store.root / run_id) is None
+    assert run_index.stamp(store.root / run_id, _later) is not None
+
+
+@pytest.mark.parametrize("planted", ["garbage", "foreign", "symlink"])
+def test_a_bad_or_planted_index_is_ignored(tmp_path: Path, planted: str, capsys: pytest.CaptureFixture[str]) -> None:
+    store = store_of(tmp_path)
+    run_id = eval_run(tagging_eval.TASK, tmp_path, capsys)
+    index, outside = tmp_path / "runs" / ".index.json", tmp_path / "outside.json"
+    outside.write_text("precious\n", encoding="utf-8")
+    if planted == "garbage":
+        index.write_bytes(b"\xff{")
+    elif planted == "foreign":
+        fake = {"summary": {**store_of(tmp_path).manifest(run_id).model_dump(), "model": "forged"}, "stamp": []}
+        index.write_text(json.dumps({"schema_version": 2, "entries": {run_id: fake}}), encoding="utf-8")
+    else:
+        index.symlink_to(outside)
+    (row,) = runs.list_runs(store, clock=_later)
+    assert row.summary is not None and row.summary.model == "stub-keyword-overlap-v1"
+    assert outside.read_text(encoding="utf-8") == "precious\n"
+    assert not index.is_symlink() and run_id in run_index.load(store.root)
