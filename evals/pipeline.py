@@ -202,8 +202,17 @@ class CachedChat:
 
 
 def _backend_ask(backend: Backend) -> SampleChat:
+    """Sample i of a repeated request is sent with seed + i, so repeats measure sampling noise.
+
+    The base seed is in the key's options and i is the key's sample index, so the
+    seed each sample was sent with is fixed by its key.
+    """
+
     def ask(messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        return backend.chat_json(messages, schema)
+        if sample == 0:
+            return backend.chat_json(messages, schema)
+        base = backend.options.get("seed")
+        return backend.chat_json(messages, schema, seed=(base if isinstance(base, int) else 0) + sample)
 
     return ask
 

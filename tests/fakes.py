@@ -79,11 +79,15 @@ class FakeBackend:
         self.model = chat.model
         self.options = dict(options or {"temperature": 0.0})
         self.closed = False
+        self.seeds: list[int | None] = []  # the seed each request was sent with (None: the options' own)
 
     def digest(self) -> str:
         return self.chat.digest
 
-    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+    def chat_json(
+        self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
+    ) -> ChatResponse:
+        self.seeds.append(seed)
         return self.chat(messages, schema)
 
     def close(self) -> None:

@@ -139,6 +139,14 @@ def test_options_are_passed_through_and_max_tokens_becomes_num_predict() -> None
     assert fake.body()["options"] == {"temperature": 0.7, "top_k": 20, "num_predict": 64}
 
 
+def test_a_per_request_seed_replaces_the_options_seed() -> None:
+    fake = FakeOllama()
+    backend = _backend(fake)
+    backend.chat_json(MESSAGES, SCHEMA, seed=45)
+    assert fake.body()["options"]["seed"] == 45
+    assert backend.options["seed"] == 42  # the backend's own options are unchanged
+
+
 def test_response_fields_come_from_chat_and_tags() -> None:
     fake = FakeOllama()
     resp = _backend(fake).chat_json(MESSAGES, SCHEMA)

@@ -111,6 +111,14 @@ def test_request_uses_json_schema_response_format() -> None:
     assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 42, 400)
 
 
+def test_a_per_request_seed_replaces_the_options_seed() -> None:
+    fake = FakeServer()
+    backend = _backend(fake)
+    backend.chat_json(MESSAGES, SCHEMA, seed=44)
+    assert fake.body()["seed"] == 44
+    assert backend.options["seed"] == 42
+
+
 def test_model_is_left_out_when_not_set() -> None:
     fake = FakeServer()
     _backend(fake, model="").chat_json(MESSAGES, SCHEMA)

@@ -49,6 +49,7 @@ class FakeBackend:
         self.model = model
         self.options = {"temperature": 0.0, "seed": 42, "max_tokens": 400}
         self.sent: list[list[Message]] = []
+        self.seeds: list[int | None] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.closed = False
@@ -60,11 +61,14 @@ class FakeBackend:
     def digest(self) -> str:
         return "sha256:fake7b"
 
-    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+    def chat_json(
+        self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
+    ) -> ChatResponse:
         with self._lock:
             if self._fail_after is not None and len(self.sent) >= self._fail_after:
                 raise BackendError("cannot get an answer from the fake server (connection refused)", url="http://fake")
             self.sent.append(copy.deepcopy(list(messages)))
+            self.seeds.append(seed)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -354,3 +358,16 @@ def test_score_stage_reads_the_cache(tmp_path: Path, open_cache: OpenCache) -> N
     expected = [tagging_eval.score_one(c, '{"tags": ["catalysis"]}')["score"] for c in cases]
     assert [r.score for r in result.results] == expected
     assert result.median_latency == 0.125
+
+
+def test_repeats_are_sent_with_seed_plus_the_sample_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--repeat K sends sample i with seed + i (sample 0 with the options' own), so repeats can differ."""
+    backend = FakeBackend()
+    backend.options["seed"] = 7
+    corpus = tmp_path / "cases.json"
+    corpus.write_text(json.dumps(json.loads(tagging_eval.CORPUS.read_text(encoding="utf-8"))[:2]), encoding="utf-8")
+    argv = ["--cache-dir", str(tmp_path), "--corpus", str(corpus), "--split", "all", "--repeat", "3"]
+    assert _run_with(backend, "tagging", argv, monkeypatch) == 0
+    assert sorted(backend.seeds, key=str) == sorted([None, 8, 9] * 2, key=str)

@@ -52,8 +52,10 @@ class LocalBackend:
     def digest(self) -> str:
         return self._digest
 
-    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
-        return self._server_backend().chat_json(messages, schema)
+    def chat_json(
+        self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
+    ) -> ChatResponse:
+        return self._server_backend().chat_json(messages, schema, seed=seed)
 
     def _server_backend(self) -> OpenAIBackend:
         if self._inner is None:

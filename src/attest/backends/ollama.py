@@ -56,8 +56,11 @@ class OllamaBackend:
         self._server = Server(endpoint, _WIRE, client=client, retry=self.retry, max_bytes=max_answer_bytes)
         self._digest: str | None = None
 
-    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
-        data, text, latency = self._server.post("/api/chat", self._body(messages, schema), self._describe)
+    def chat_json(
+        self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
+    ) -> ChatResponse:
+        body = self._body(messages, schema, seed)
+        data, text, latency = self._server.post("/api/chat", body, self._describe)
         return ChatResponse(
             text=text,
             latency_s=latency,
@@ -67,8 +70,10 @@ class OllamaBackend:
             digest=self.digest(),
         )
 
-    def _body(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+    def _body(self, messages: Sequence[Message], schema: Mapping[str, Any], seed: int | None) -> dict[str, Any]:
         opts = {k: v for k, v in self.options.items() if k != "max_tokens"}
+        if seed is not None:
+            opts["seed"] = seed
         if "max_tokens" in self.options:
             opts["num_predict"] = self.options["max_tokens"]
         return {

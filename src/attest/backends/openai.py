@@ -77,8 +77,11 @@ class OpenAIBackend:
         )
         self._digest = digest
 
-    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
-        data, text, latency = self._server.post("/v1/chat/completions", self._body(messages, schema), self._describe)
+    def chat_json(
+        self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
+    ) -> ChatResponse:
+        body = self._body(messages, schema, seed)
+        data, text, latency = self._server.post("/v1/chat/completions", body, self._describe)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         assert isinstance(usage, dict)
         if self._digest is None:
@@ -92,7 +95,7 @@ class OpenAIBackend:
             digest=self._digest,
         )
 
-    def _body(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+    def _body(self, messages: Sequence[Message], schema: Mapping[str, Any], seed: int | None) -> dict[str, Any]:
         name = str(schema.get("title", "answer"))
         body: dict[str, Any] = {
             "messages": list(messages),
@@ -102,6 +105,8 @@ class OpenAIBackend:
             },
             **self.options,
         }
+        if seed is not None:
+            body["seed"] = seed
         if self._model:
             body["model"] = self._model
         return body

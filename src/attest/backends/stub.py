@@ -32,7 +32,10 @@ class StubBackend:
     def digest(self) -> str:
         return "stub-v1"
 
-    def chat_json(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+    def chat_json(
+        self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
+    ) -> ChatResponse:
+        """The keyword-overlap answer; deterministic, so `seed` changes nothing."""
         start = time.perf_counter()
         text = json.dumps(answer(str(schema.get("title", "")), messages[-1]["content"] if messages else "", schema))
         return ChatResponse(text, time.perf_counter() - start, None, None, self.model, self.digest())
