@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attest import __version__
+from attest import __version__, answers
 from evals.cache import canonical_json
 
 __all__ = [
@@ -29,7 +29,11 @@ __all__ = [
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-_SHARED_SCORING = tuple(Path(__file__).with_name(name) for name in ("scoring.py", "words.py"))
+# What every scorer runs besides its own module: the shared helpers and the answer parser.
+_SHARED_SCORING = (
+    *(Path(__file__).with_name(name) for name in ("scoring.py", "words.py")),
+    Path(str(answers.__file__)),
+)
 
 
 def sha256_text(text: str) -> str:
@@ -62,7 +66,12 @@ def system_prompts(requests: Sequence[Sequence[Mapping[str, str]]]) -> dict[str,
 
 
 def scorer_fingerprint(score_one: object) -> str:
-    """sha256 of the source of the module defining `score_one`, plus the shared scoring helpers it uses."""
+    """sha256 of the source of the module defining `score_one`, plus the shared scoring helpers and
+    `attest.answers` (which parses every answer before it is scored).
+
+    Not covered: the task's output model (in the feature module beside its prompt), whose
+    validation also decides what parses; a change there shows in the prompt fingerprint.
+    """
     module = inspect.getmodule(score_one)
     files = [Path(module.__file__)] if module is not None and module.__file__ else []
     digest = hashlib.sha256()

@@ -373,10 +373,10 @@ def test_prompt_fingerprint_changes_with_one_word() -> None:
     assert all(provenance.sha256_text(text) == sha for sha, text in prompts.items())
 
 
-def test_scorer_fingerprint_is_the_scorer_source_and_the_shared_scoring_helpers() -> None:
+def test_scorer_fingerprint_is_the_scorer_source_the_shared_helpers_and_the_answer_parser() -> None:
     digest = hashlib.sha256()
-    for name in ("tagging_eval.py", "scoring.py", "words.py"):
-        digest.update((REPO / "evals" / name).read_bytes())
+    for path in ("evals/tagging_eval.py", "evals/scoring.py", "evals/words.py", "src/attest/answers.py"):
+        digest.update((REPO / path).read_bytes())
     assert provenance.scorer_fingerprint(tagging_eval.score_one) == digest.hexdigest()
 
 
