@@ -81,10 +81,12 @@ def scorer_fingerprint(score_one: object) -> str:
 
 
 def tag_prompt_ref(environ: Mapping[str, str] = os.environ) -> tuple[str | None, str | None]:
-    """ATTEST_TAG_PROMPT's path and the sha256 of its content, when set."""
-    path = environ.get("ATTEST_TAG_PROMPT")
-    if not path:
+    """ATTEST_TAG_PROMPT's path (made absolute: a relative one means nothing from another directory)
+    and the sha256 of its content, when set."""
+    given = environ.get("ATTEST_TAG_PROMPT")
+    if not given:
         return None, None
+    path = os.path.abspath(given)
     try:
         return path, hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:

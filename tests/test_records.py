@@ -380,7 +380,7 @@ def test_scorer_fingerprint_is_the_scorer_source_the_shared_helpers_and_the_answ
     assert provenance.scorer_fingerprint(tagging_eval.score_one) == digest.hexdigest()
 
 
-def test_tag_prompt_ref(tmp_path: Path) -> None:
+def test_tag_prompt_ref(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert provenance.tag_prompt_ref({}) == (None, None)
     artifact = tmp_path / "prompt.json"
     artifact.write_text(TagPrompt(instructions="Tag it.").model_dump_json(), encoding="utf-8")
@@ -388,6 +388,10 @@ def test_tag_prompt_ref(tmp_path: Path) -> None:
     assert provenance.tag_prompt_ref({"ATTEST_TAG_PROMPT": str(artifact)}) == (str(artifact), sha)
     missing = str(tmp_path / "missing.json")
     assert provenance.tag_prompt_ref({"ATTEST_TAG_PROMPT": missing}) == (missing, None)
+    monkeypatch.chdir(tmp_path)
+    recorded, recorded_sha = provenance.tag_prompt_ref({"ATTEST_TAG_PROMPT": "prompt.json"})
+    assert recorded is not None and Path(recorded).is_absolute() and Path(recorded).samefile(artifact)
+    assert recorded_sha == sha
 
 
 def _git(root: Path, *args: str) -> str:
