@@ -352,13 +352,15 @@ def test_prune_and_list_leave_a_symlinked_run_alone(
     guarded: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     cache, outside, link = guarded
+    (real,) = [p for p in (cache / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
+    (real / "inside").symlink_to(outside, target_is_directory=True)  # removing the run must not follow it
     before = snapshot(outside)
     code, out, _ = cli(cache, capsys, "list")
     assert code == 0 and link not in out
     for argv in (["--incomplete"], ["--older-than", "0"], ["--keep-last", "1"]):
         code, out, _ = cli(cache, capsys, "prune", *argv, "--yes")
         assert code == 0 and link not in out
-    assert snapshot(outside) == before
+    assert snapshot(outside) == before and not real.exists()
     assert (cache / "runs" / link).is_symlink()
     code, out, _ = cli(cache, capsys, "gc", "--yes")
     assert code == 0 and snapshot(outside) == before
