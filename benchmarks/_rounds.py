@@ -1,7 +1,7 @@
 """The model rounds that figures 4, 5 and 6 share, run once per process.
 
 Every round sends the same reaction cases to the same in-process llama.cpp server
-(`attest.local.shared_server()`, SmolLM2-135M, one slot, one thread) three times,
+(`attest.backends.llamacpp.shared_server()`, SmolLM2-135M, one slot, one thread) three times,
 in an order that rotates from round to round:
 
 - ours:    the whole reaction eval in-process, `evals.runner.main` with
