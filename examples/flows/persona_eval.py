@@ -21,9 +21,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from attest.backends.registry import make_backend
-from attest.backends.settings import Settings
-from attest.errors import AttestError
+from attest.errors import run_main
 from attest.feed import Item, Persona, simulate_ratings
+from attest.options import OneLineErrorParser, add_backend_options, settings_from_args
 from evals.reaction_eval import score_verdicts
 
 CORPUS = Path(__file__).with_name("corpus")
@@ -44,26 +44,28 @@ def _row(label: str, metrics: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--backend", default="stub", help="stub (default), local, ollama, openai or auto")
-    parser.add_argument("--model", help="model name for the backend")
+    parser = OneLineErrorParser(prog="persona_eval.py", description=__doc__.splitlines()[0] if __doc__ else None)
+    add_backend_options(parser, default_backend="stub")
     args = parser.parse_args(argv)
+    return run_main("persona_eval", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     items = [Item(i["id"], i["title"], i["summary"]) for i in _load("items.json")]
     personas = [Persona(p["id"], p["persona"], p["interests"]) for p in _load("personas.json")]
     labels = {(lab["persona"], lab["item"]): lab["would_read"] for lab in _load("labels.json")}
+    backend = make_backend(settings_from_args(args, default_backend="stub"))
     try:
-        chat = make_backend(Settings.resolve(backend=args.backend, model=args.model)).chat_json
         print(f"{'persona':<14}" + "".join(f"{h:>12}" for h in ("precision", "recall", "auc", "auc(conf)")))
         for persona in personas:
-            ratings = simulate_ratings(persona, items, chat_json=chat)
+            ratings = simulate_ratings(persona, items, chat_json=backend.chat_json)
             truth = [labels[(persona.id, r.item_id)] for r in ratings]
             metrics = score_verdicts(
                 truth, [r.reaction.verdict for r in ratings], [r.reaction.confidence for r in ratings]
             )
             print(_row(persona.id, metrics))
-    except AttestError as exc:
-        print(f"persona_eval: error: {exc}", file=sys.stderr)
-        return 1
+    finally:
+        backend.close()
     return 0
 
 
