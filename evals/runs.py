@@ -123,9 +123,10 @@ def _list(store: DirStore, args: argparse.Namespace) -> int:
             print(f"{row.run_id:<38} {'?':<12} unreadable: {printable(row.problem)}")
             continue
         score = "-" if d["score"] is None else f"{d['score']:.3f}"
+        t = {k: printable(str(v)) for k, v in d.items()}  # a hand-edited manifest may hold terminal escapes
         print(
-            f"{row.run_id:<38} {d['task']:<12} {d['status']:<10} {d['backend']:<8} {printable(d['model'])[:20]:<20} "
-            f"{d['split']:<5} {d['n']:>4} {d['prompt'][:12]:<12} {score:>6} {_age(d['created']):>5}"
+            f"{row.run_id:<38} {t['task']:<12} {t['status']:<10} {t['backend']:<8} {t['model'][:20]:<20} "
+            f"{t['split']:<5} {d['n']:>4} {t['prompt'][:12]:<12} {score:>6} {_age(d['created']):>5}"
         )
     return 0
 

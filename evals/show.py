@@ -42,7 +42,8 @@ def show_run(
     if as_json:
         data = {"manifest": manifest.model_dump(mode="json", exclude={"samples"}), "prompts": prompts, "cases": rows}
         return json.dumps(data, indent=1, ensure_ascii=False)
-    return "\n".join([*_header(manifest, report.overall if report else None, prompts), *_cases(rows)])
+    lines = [*_header(manifest, report.overall if report else None, prompts), *_cases(rows)]
+    return "\n".join(printable(line) for line in lines)  # every field of a hand-edited run, made safe
 
 
 def _header(m: Manifest, overall: float | None, prompts: dict[str, str]) -> list[str]:

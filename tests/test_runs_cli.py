@@ -680,3 +680,25 @@ def test_a_bad_or_planted_index_is_ignored(tmp_path: Path, planted: str, capsys:
     assert row.summary is not None and row.summary.model == "stub-keyword-overlap-v1"
     assert outside.read_text(encoding="utf-8") == "precious\n"
     assert not index.is_symlink() and run_id in run_index.load(store.root)
+
+
+def test_list_and_show_escape_what_a_hand_edited_run_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = store_of(tmp_path)
+    base = store.manifest(eval_run(tagging_eval.TASK, tmp_path, capsys))
+    hostile = "\x1b]0;owned\x07\x1b[2J"
+    prov = base.provenance.model_copy(update={"corpus": f"evals/{hostile}.json", "tag_prompt_path": hostile})
+    run_id = _copy_run(
+        store,
+        base,
+        "20300101T000000-tagging-0e0e0e0e",
+        task=f"t{hostile}",
+        backend=hostile,
+        split=hostile,
+        options={"k": hostile},
+        provenance=prov,
+    )
+    code, out, _ = cli(tmp_path, capsys, "list")
+    assert code == 0 and run_id in out and "\x1b" not in out and "\x07" not in out and "\\x1b" in out
+    code, out, _ = cli(tmp_path, capsys, "show", run_id)
+    assert code == 0 and "\x1b" not in out and "\x07" not in out
+    assert f"evals/{hostile}.json".encode("unicode_escape").decode() in out
