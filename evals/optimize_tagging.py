@@ -24,7 +24,9 @@ a verdict there would grade the candidate on its own examples. Either way a reco
 the run goes to `<cache>/optimize/`; the exit status is 0 whatever the verdict, 1 on an
 error and 2 on a usage error.
 
-This is the only module under evals/ that imports dspy.
+This is the only module under evals/ that imports dspy. It is over 300 lines for that
+reason: the DSPy adapter, the budgeted chat and the command line that wire DSPy to
+attest's cache and run records stay together so dspy never leaks into the rest.
 """
 
 from __future__ import annotations

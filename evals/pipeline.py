@@ -4,6 +4,10 @@ A `Task` binds one task's case model, renderer, output schema and `score_one`; t
 loop itself is written once here. Generation renders every case through the task's
 production renderer, looks each sample up by its request key and calls the model
 only on a miss. Scoring reads the cache and never the network.
+
+Over 300 lines because the task binding, the planner, the cached chat, the generate
+stage and the score stage are one data flow (Planned -> Entry -> CaseResult ->
+EvalResult): split across modules, each would import the others' types.
 """
 
 from __future__ import annotations
