@@ -334,13 +334,19 @@ class ResponseCache:
         with self._guard("drop the leases"):
             return delete_leases(self._db, _LOCK_PREFIX)
 
-    def collect(self, keep: set[str], *, dry_run: bool = True) -> tuple[int, int]:
-        """Remove (or, dry, count) answers whose key is not in `keep`: (entries, bytes of answer text)."""
+    def collect(self, keep: set[str], *, before: float, dry_run: bool = True) -> tuple[int, int]:
+        """Remove (or, dry, count) answers not in `keep` and stored before `before`: (entries, bytes of text).
+
+        `before` is when the caller started reading the runs that make `keep`: an answer
+        stored since then may belong to a run that started meanwhile, so it stays.
+        """
         count = size = 0
         for key in list(self._db.iterkeys()):
             if not isinstance(key, str) or key.startswith(_LOCK_PREFIX) or key in keep:
                 continue
             entry = self.get(key)
+            if entry is not None and entry.created >= before:
+                continue
             count += 1
             size += len(entry.text.encode("utf-8")) if entry else 0
             if not dry_run:
@@ -357,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.cache", description="Maintain the response cache.")
     commands = parser.add_subparsers(dest="command", required=True)
     unlock = commands.add_parser("unlock", help="drop every lease (a run stopped with Ctrl-Z holds its leases)")
-    unlock.add_argument("--cache-dir", help="cache directory (env ATTEST_CACHE_DIR; default cache/)")
+    unlock.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     args = parser.parse_args(argv)
     return run_reporting_errors("evals.cache", lambda: _unlock(resolve_cache_dir(args.cache_dir)))
 

@@ -13,6 +13,7 @@ corpus_targets.py.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -128,7 +129,7 @@ def _run(paths: _Paths) -> int:
     return 1 if report.problems or report.targets else 0
 
 
-def _parse_args(argv: list[str] | None) -> _Paths:
+def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="python -m evals.corpus_check",
         description="Validate the three corpora and the flows fixture; one line per problem naming file, case and "
@@ -148,6 +149,11 @@ def _parse_args(argv: list[str] | None) -> _Paths:
     parser.add_argument(
         "--skip-targets", action="store_true", help="leave out the growth targets (sizes, readers, coverage in dev)"
     )
+    return parser
+
+
+def _parse_args(argv: list[str] | None) -> _Paths:
+    parser = _parser()
     args = parser.parse_args(argv)
     return _Paths(args.tagging, args.reaction, args.explanation, args.fixture, args.skip_targets)
 

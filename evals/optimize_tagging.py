@@ -324,7 +324,7 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_OUTPUT,
         help="where an accepted artifact goes (default evals/prompts/tagging.json)",
     )
-    parser.add_argument("--cache-dir", help="cache directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
     add_backend_options(parser, default_backend="auto")
     return parser

@@ -193,6 +193,7 @@ def _remove(store: DirStore, run_id: str) -> int:
 
 
 def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
+    started = time.time()
     keep: set[str] = set()
     for run_id in store.run_ids():
         try:
@@ -205,7 +206,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
         keep.update(s.key for s in manifest.samples)
     cache = ResponseCache(cache_dir)
     try:
-        count, size = cache.collect(keep, dry_run=not args.yes)
+        count, size = cache.collect(keep, before=started, dry_run=not args.yes)
     finally:
         cache.close()
     verb = "removed" if args.yes else "would remove"

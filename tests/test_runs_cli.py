@@ -611,7 +611,9 @@ def test_gc_refuses_while_a_run_is_unreadable(tmp_path: Path, capsys: pytest.Cap
     assert rescore_cli(tmp_path, capsys, "--run", run_id)[0] == 0
     cache = ResponseCache(tmp_path)
     try:
-        assert cache.collect(set(), dry_run=True)[0] > len(store_of(tmp_path).manifest(run_id).samples)
+        assert cache.collect(set(), before=time.time(), dry_run=True)[0] > len(
+            store_of(tmp_path).manifest(run_id).samples
+        )
     finally:
         cache.close()
 
@@ -702,3 +704,14 @@ def test_list_and_show_escape_what_a_hand_edited_run_holds(tmp_path: Path, capsy
     code, out, _ = cli(tmp_path, capsys, "show", run_id)
     assert code == 0 and "\x1b" not in out and "\x07" not in out
     assert f"evals/{hostile}.json".encode("unicode_escape").decode() in out
+
+
+def test_gc_keeps_answers_stored_after_it_started(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that starts while gc reads the manifests has answers no manifest gc read lists yet: they stay."""
+    eval_run(tagging_eval.TASK, tmp_path, capsys)
+    cache = ResponseCache(tmp_path)
+    try:
+        assert cache.collect(set(), before=0.0, dry_run=False) == (0, 0)
+        assert cache.collect(set(), before=time.time(), dry_run=True)[0] > 0
+    finally:
+        cache.close()

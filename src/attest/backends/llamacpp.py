@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -96,11 +97,13 @@ def _read_memo(memo: Path) -> dict[str, str]:
 
 
 def _write_memo(memo: Path, known: dict[str, str]) -> None:
+    """Atomically, through an exclusive random temp name (a planted symlink is never followed)."""
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, indent=1), encoding="utf-8")
-        tmp.replace(memo)
+        fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=f".{memo.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(known, indent=1))
+        os.replace(tmp, memo)
     except OSError:
         pass  # a memo we cannot write only costs a re-hash next time
 
