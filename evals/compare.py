@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from attest.errors import run_main
-from attest.options import OneLineErrorParser
+from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
 from evals.cache import ResponseCache, resolve_cache_dir
 from evals.comparison import (
@@ -94,16 +94,6 @@ def margin_type(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give 0 or more")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="compare",
@@ -116,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
-    parser.add_argument("--show", type=_count, default=5, help="changed cases shown side by side (default 5)")
+    parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")

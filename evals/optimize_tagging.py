@@ -51,7 +51,7 @@ from attest.backends.registry import make_backend
 from attest.backends.types import Backend, BackendError, ChatResponse, Message
 from attest.errors import AttestError, run_main
 from attest.features import DEFAULT_TAG_INSTRUCTIONS, ItemTags, TagDemo, TagPrompt, load_tag_prompt, tag_messages
-from attest.options import OneLineErrorParser, add_backend_options, settings_from_args
+from attest.options import OneLineErrorParser, add_backend_options, at_least, settings_from_args
 from attest.text import printable
 from evals.cache import Identity, ResponseCache, request_key, resolve_cache_dir
 from evals.cases import TaggingCase
@@ -281,13 +281,6 @@ def run_prompt(
 # --- the entry point ------------------------------------------------------------------------
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="optimize_tagging.py",
@@ -297,7 +290,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--budget",
-        type=_positive,
+        type=at_least(1),
         default=DEFAULT_BUDGET,
         help=f"model calls the optimiser may make on train cases "
         f"(default {DEFAULT_BUDGET}); dev scoring costs up to twice the dev cases more, less when cached",
@@ -305,7 +298,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="which train cases the optimiser tries (default 0)")
     parser.add_argument(
         "--max-demos",
-        type=_positive,
+        type=at_least(1),
         default=DEFAULT_MAX_DEMOS,
         help=f"demos in the prompt (default {DEFAULT_MAX_DEMOS})",
     )

@@ -20,7 +20,7 @@ from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
-from attest.options import OneLineErrorParser, add_backend_options, positive_seconds, settings_from_args
+from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
 from evals.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
 from evals.execute import RunOutcome, RunSpec, execute
 from evals.pipeline import CachedChat, Task, load_cases, stderr_progress
@@ -31,20 +31,6 @@ __all__ = ["BackendFactory", "main"]
 
 DEFAULT_CONCURRENCY = {"openai": 4}
 BackendFactory = Callable[[Settings], Backend]
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
 
 
 def _unit_float(text: str) -> float:
@@ -59,14 +45,14 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
         prog=f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
     )
     parser.add_argument("--split", choices=("train", "dev", "all"), default="dev", help="which cases (default dev)")
-    parser.add_argument("--repeat", type=_positive_int, default=1, help="samples per case, 1 or more (default 1)")
+    parser.add_argument("--repeat", type=at_least(1), default=1, help="samples per case, 1 or more (default 1)")
     parser.add_argument(
         "--temperature", type=_unit_float, help="sampling temperature, 0-2 (default 0; in the cache key)"
     )
     parser.add_argument(
         "--seed", type=int, help="sampling seed (default 42); with --repeat K, sample i is sent with seed + i"
     )
-    parser.add_argument("--concurrency", type=_positive_int, help="model calls in flight (default: 1, or 4 for openai)")
+    parser.add_argument("--concurrency", type=at_least(1), help="model calls in flight (default: 1, or 4 for openai)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument(
         "--lease-wait",
@@ -78,7 +64,7 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
         "--offline", action="store_true", help="use the stub backend: no model, no network (same as --backend stub)"
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
-    parser.add_argument("--worst", type=_count, default=5, help="how many of the worst cases to show (default 5)")
+    parser.add_argument("--worst", type=at_least(0), default=5, help="how many of the worst cases to show (default 5)")
     add_backend_options(parser, default_backend="auto")
     return parser
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
-from attest.options import OneLineErrorParser
+from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
 from evals import run_index
 from evals.cache import ResponseCache, resolve_cache_dir
@@ -230,7 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")
-    prune.add_argument("--keep-last", type=_keep, metavar="N", help="all but the newest N complete runs per task")
+    prune.add_argument("--keep-last", type=at_least(1), metavar="N", help="all but the newest N complete runs per task")
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
@@ -241,13 +241,6 @@ def _days(text: str) -> float:
     value = float(text)
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number of days, 0 or more, not {text}")
-    return value
-
-
-def _keep(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
     return value
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import NoReturn
 
 from attest.backends.registry import KINDS
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "OneLineErrorParser",
     "add_backend_options",
+    "at_least",
     "attempts",
     "positive_seconds",
     "settings_from_args",
@@ -39,6 +41,21 @@ def positive_seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
     return value
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number, `minimum` or more (`--repeat`, `--worst`, `--show`, ...)."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: give {minimum} or more")
+        return value
+
+    return whole_number
 
 
 def attempts(text: str) -> int:
