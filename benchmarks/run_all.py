@@ -20,6 +20,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (
+    bench_compare,
     bench_runs_compare,
     fig1_rescore,
     fig2_cache_hit,
@@ -37,6 +38,7 @@ FIGURES: tuple[ModuleType, ...] = (
     fig4_overhead,
     fig5_warm,
     fig6_inspect,
+    bench_compare,
     bench_runs_compare,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
