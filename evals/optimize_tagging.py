@@ -60,7 +60,7 @@ from evals.comparison import Comparison
 from evals.execute import RunOutcome, RunSpec, execute, with_render
 from evals.execute import evaluate as execute_evaluate
 from evals.pairing import Run, decide
-from evals.pipeline import CachedChat, EvalResult, SampleChat
+from evals.pipeline import CachedChat, EvalResult, SampleChat, stderr_progress
 from evals.records import Decision, DirStore, RunStore, new_run_id, write_atomic
 from evals.runner import BackendFactory
 from evals.tagging_eval import TASK, dspy_fields, load_cases, score_one, to_dspy_example
@@ -275,7 +275,7 @@ def run_prompt(
 ) -> RunOutcome:
     """A recorded run of the tagging task with `prompt` on `cases` (one split): compare reads it back."""
     spec = RunSpec(prompt_task(prompt), cases, load_cases(), TASK.corpus, split, 1, label=label)
-    return execute(spec, chat, store)
+    return execute(spec, chat, store, progress=stderr_progress(f"{label} on {split}"))
 
 
 # --- the entry point ------------------------------------------------------------------------
