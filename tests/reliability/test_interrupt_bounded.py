@@ -31,7 +31,10 @@ _ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
 # argv: module:function, log file, seconds per call, concurrency. Logs "start i" / "done i" per call; on
 # KeyboardInterrupt prints what had started and finished then, and 2.5 s later, and exits 130.
 _CHILD = """
-import importlib, json, sys, threading, time
+import importlib, json, signal, sys, threading, time
+# A shell's background job (a CI runner, `make test &`) starts with SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler; a user's terminal does not. Restore Python's own handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 module, name = sys.argv[1].split(":")
 run = getattr(importlib.import_module(module), name)
 log = open(sys.argv[2], "a", buffering=1, encoding="utf-8")
