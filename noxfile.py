@@ -28,10 +28,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, and mypy --strict over src and evals."""
+    """ruff, and mypy --strict over src, evals and benchmarks."""
     _install(session, "dev,eval,local")
     session.run("ruff", "check", "src", "evals", "tests", "examples", "benchmarks", "noxfile.py")
-    session.run("mypy", "src", "evals")
+    session.run("mypy", "src", "evals", "benchmarks")
 
 
 @nox.session(name="corpus-check")

@@ -2,7 +2,7 @@
 
 The cache is built the normal way: every real corpus case of the three tasks,
 repeated until the three runs hold 10,000 samples in all, planned with `plan`
-and filled by `generate` through `CachedChat(StubBackend(), cache)`, each run
+and filled by `generate` through `CachedChat.from_backend(StubBackend(), cache)`, each run
 with its manifest. `rescore_run` then re-scores the three run directories.
 
 Reference, in the same run: the three tasks' `score_one` over the same

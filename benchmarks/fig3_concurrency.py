@@ -56,7 +56,7 @@ def _one(url: str, client: httpx.Client, concurrency: int, directory: Path) -> t
     backend = OpenAIBackend("fake", base_url=url, client=client, retry=RetryPolicy(attempts=1, timeout_s=30))
     cache = ResponseCache(directory)
     try:
-        chat = CachedChat(backend, cache)
+        chat = CachedChat.from_backend(backend, cache)
         planned = plan(reaction_eval.TASK, reaction_eval.load_cases()[:SAMPLES], chat.identity, 1)
         client.get(f"{url}/stats?reset=1")
         stats, seconds = timed(lambda: generate(reaction_eval.TASK, planned, chat, concurrency=concurrency))
