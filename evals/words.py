@@ -23,6 +23,7 @@ and "kvcache"; "dataset" matches "data set"). Matching is never by substring:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -62,8 +63,12 @@ _STOPWORD_TEXT = """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical(word: str) -> str:
-    """One spelling for a lower-case word: American spelling, singular."""
+    """One spelling for a lower-case word: American spelling, singular.
+
+    Cached: a corpus repeats its words, and rescore scores every past sample again.
+    """
     for pattern, replacement in _RULES:
         word = pattern.sub(replacement, word)
     return _singular(word)
