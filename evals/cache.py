@@ -55,6 +55,7 @@ __all__ = [
     "canonical_json",
     "main",
     "request_key",
+    "request_seed",
     "resolve_cache_dir",
     "resolve_lease_wait",
 ]
@@ -93,9 +94,19 @@ class Identity:
         return cls(backend.kind, backend.model, backend.digest(), dict(backend.options))
 
 
+# How a sampling request's seed is chosen (`request_seed`); in the key of every sampling request.
+SEEDING = "base+request+sample/v1"
+
+
+def samples_randomly(options: Mapping[str, Any]) -> bool:
+    """Whether the options make the model sample (a temperature above 0), so the seed changes the answer."""
+    temperature = options.get("temperature", 0)
+    return isinstance(temperature, int | float) and temperature > 0
+
+
 def request_key(identity: Identity, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> str:
     """sha256 hex of the canonical request: the cache key."""
-    payload = {
+    payload: dict[str, Any] = {
         "backend": identity.kind,
         "model": identity.model,
         "digest": identity.digest,
@@ -104,7 +115,32 @@ def request_key(identity: Identity, messages: Sequence[Message], schema: Mapping
         "options": identity.options,
         "sample": sample,
     }
+    if samples_randomly(identity.options):
+        payload["seeding"] = SEEDING  # the seed sent is derived from the request (request_seed)
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def request_seed(
+    options: Mapping[str, Any], messages: Sequence[Message], schema: Mapping[str, Any], sample: int
+) -> int | None:
+    """The seed to send with sample `sample` of this request; None: send the options' own.
+
+    A greedy request (temperature 0) keeps the options' seed, which changes nothing.
+    A sampling request gets base + h + sample, where h comes from the rendered request
+    itself: one base seed for a whole run would draw every case from the same random
+    stream, and two runs would then differ as wholes (a run-level effect the paired
+    per-case statistics do not model). With h, each case's draws are its own, repeats
+    of a case still differ by their sample index, and the seed is fixed by the key.
+    """
+    if not samples_randomly(options):
+        return None if sample == 0 else _base_seed(options) + sample
+    h = int(hashlib.sha256(canonical_json([list(messages), schema]).encode("utf-8")).hexdigest()[:7], 16)
+    return (_base_seed(options) + h + sample) % 2**31
+
+
+def _base_seed(options: Mapping[str, Any]) -> int:
+    seed = options.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from attest.answers import schema_of
 from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
 from evals.bounded import run_bounded
-from evals.cache import Entry, Identity, request_key
+from evals.cache import Entry, Identity, request_key, request_seed
 from evals.cases import AnyCase
 from evals.corpus import read_cases, split_sha256
 
@@ -206,17 +206,17 @@ class CachedChat:
 
 
 def _backend_ask(backend: Backend) -> SampleChat:
-    """Sample i of a repeated request is sent with seed + i, so repeats measure sampling noise.
+    """Each request is sent with `request_seed`: repeats of a case differ, and so do cases.
 
-    The base seed is in the key's options and i is the key's sample index, so the
-    seed each sample was sent with is fixed by its key.
+    Everything the seed is made of (the base seed in the options, the rendered request,
+    the sample index) is in the key, so the seed each answer was drawn with is fixed by it.
     """
 
     def ask(messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        if sample == 0:
+        seed = request_seed(backend.options, messages, schema, sample)
+        if seed is None:
             return backend.chat_json(messages, schema)
-        base = backend.options.get("seed")
-        return backend.chat_json(messages, schema, seed=(base if isinstance(base, int) else 0) + sample)
+        return backend.chat_json(messages, schema, seed=seed)
 
     return ask
 

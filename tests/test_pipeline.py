@@ -371,3 +371,46 @@ def test_repeats_are_sent_with_seed_plus_the_sample_index(
     argv = ["--cache-dir", str(tmp_path), "--corpus", str(corpus), "--split", "all", "--repeat", "3"]
     assert _run_with(backend, "tagging", argv, monkeypatch) == 0
     assert sorted(backend.seeds, key=str) == sorted([None, 8, 9] * 2, key=str)
+
+
+def test_sampling_requests_draw_each_case_from_its_own_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At a temperature above 0, one seed for every case of a run would tie all cases to one random stream
+    (two runs then differ as wholes); each case's seed comes from its own request, repeats add i."""
+    backend = FakeBackend()
+    backend.options.update(temperature=0.8, seed=7)
+    corpus = tmp_path / "cases.json"
+    corpus.write_text(json.dumps(json.loads(tagging_eval.CORPUS.read_text(encoding="utf-8"))[:4]), encoding="utf-8")
+    argv = ["--cache-dir", str(tmp_path), "--corpus", str(corpus), "--split", "all", "--repeat", "2"]
+    assert _run_with(backend, "tagging", argv, monkeypatch) == 0
+    sent = list(zip(backend.sent, backend.seeds, strict=True))
+    by_case: dict[str, list[int]] = {}
+    for messages, seed in sent:
+        assert isinstance(seed, int)
+        by_case.setdefault(json.dumps(messages), []).append(seed)
+    assert len(by_case) == 4 and all(len(v) == 2 for v in by_case.values())
+    assert all(max(v) - min(v) == 1 for v in by_case.values())  # sample 1 = sample 0 + 1
+    assert len({min(v) for v in by_case.values()}) == 4  # no two cases share a stream
+    again = FakeBackend()
+    again.options.update(temperature=0.8, seed=7)
+    assert _run_with(again, "tagging", [*argv[:1], str(tmp_path / "other"), *argv[2:]], monkeypatch) == 0
+    assert sorted(again.seeds, key=str) == sorted(backend.seeds, key=str)  # fixed by the request: reproducible
+
+
+def test_only_sampling_requests_carry_the_seeding_rule_in_their_key() -> None:
+    from evals.cache import SEEDING, request_key
+
+    messages = [{"role": "user", "content": "x"}]
+    greedy = Identity("fake", "m", "d", {"temperature": 0.0, "seed": 1})
+    sampling = Identity("fake", "m", "d", {"temperature": 0.8, "seed": 1})
+    plain = {"backend": "fake", "model": "m", "digest": "d", "messages": messages, "schema": {}, "sample": 0}
+    from evals.cache import canonical_json
+
+    def sha(payload: dict[str, object]) -> str:
+        import hashlib
+
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+    assert request_key(greedy, messages, {}, 0) == sha({**plain, "options": greedy.options})
+    assert request_key(sampling, messages, {}, 0) == sha({**plain, "options": sampling.options, "seeding": SEEDING})
