@@ -50,7 +50,9 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
         "--temperature", type=_unit_float, help="sampling temperature, 0-2 (default 0; in the cache key)"
     )
     parser.add_argument(
-        "--seed", type=int, help="sampling seed (default 42); with --repeat K, sample i is sent with seed + i"
+        "--seed",
+        type=int,
+        help="base sampling seed (default 42); above temperature 0 each case and repeat gets its own seed from it",
     )
     parser.add_argument("--concurrency", type=at_least(1), help="model calls in flight (default: 1, or 4 for openai)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
