@@ -30,6 +30,8 @@ SAMPLES = 24
 class _Fake:
     """A backend double: answers every reaction request from its text, and records it."""
 
+    options: dict[str, object] = {}  # noqa: RUF012 - greedy: the pipeline sends no seed of its own
+
     def __init__(self) -> None:
         self.chat_json = RecordingChat(lambda messages, schema: reaction_answer({"messages": list(messages)}))
 

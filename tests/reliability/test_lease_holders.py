@@ -58,6 +58,7 @@ def answer(messages, schema):
     return {"verdict": True, "confidence": 3, "reasoning": "r"}
 
 class Fake:
+    options = {}
     chat_json = RecordingChat(answer)
 
 cache = ResponseCache(Path(sys.argv[1]))
