@@ -147,10 +147,9 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
 def report_of(manifest: Manifest, result: EvalResult, stats: GenerateStats | None) -> Report:
     """The report record of a scored run."""
     data = result.to_json()
-    generate: dict[str, Any] = {} if stats is None else {"samples": stats.samples, "hits": stats.hits}
-    generate.update({} if stats is None else {"misses": stats.misses})
+    generate: dict[str, Any] = {}
     if stats is not None:
-        generate["seconds"] = stats.seconds
+        generate = {"samples": stats.samples, "hits": stats.hits, "misses": stats.misses, "seconds": stats.seconds}
     return Report(
         run_id=manifest.run_id,
         task=manifest.task,
