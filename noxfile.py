@@ -98,4 +98,4 @@ def bench(session: nox.Session) -> None:
     _install(session, "eval,local")
     # Inspect AI only here; its OpenAI-compatible provider needs the openai client.
     session.install("inspect-ai==0.3.285", "openai==3.57.0")
-    session.run("python", "benchmarks/run_all.py")
+    session.run("python", "-m", "benchmarks.run_all")

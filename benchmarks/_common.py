@@ -115,7 +115,7 @@ def workdir(label: str) -> Path:
 
 def script_command(script: str) -> str:
     """The command that reproduces a figure on its own."""
-    return f"python benchmarks/{script}"
+    return f"python -m benchmarks.{script.removesuffix('.py')}"
 
 
 def print_rows(rows: Sequence[Row]) -> None:

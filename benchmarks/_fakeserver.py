@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible chat server for figure 3: a real socket, a fixed delay, k slots.
 
-`python benchmarks/_fakeserver.py --slots 8 --delay 0.1` listens on a free
+`python -m benchmarks._fakeserver --slots 8 --delay 0.1` listens on a free
 127.0.0.1 port and prints it on stdout. Every `POST /v1/chat/completions` waits
 for one of `slots` slots, holds it `delay` seconds and answers a valid Reaction.
 `GET /stats` returns the most requests it ever had in flight (received, not yet

@@ -4,7 +4,7 @@ Every round sends the same reaction cases to the same in-process llama.cpp serve
 (`attest.backends.llamacpp.shared_server()`, SmolLM2-135M, one slot, one thread) three times,
 in an order that rotates from round to round:
 
-- ours:    the whole reaction eval in-process, `evals.runner.main` with
+- ours:    the whole reaction eval in-process, `evals.cli.runner.main` with
            `--backend local` and a fresh cache dir (its generate stage is figure 4's
            pipeline side; the whole run is figure 5's and 6's cold eval);
 - bare:    the identical request bodies as sequential `httpx` POSTs (figure 4's reference);
@@ -43,9 +43,10 @@ from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.simulate import REACTION_SYSTEM_PROMPT
 from benchmarks._common import REPEATS, ROOT, rotated, timed, workdir
-from evals import reaction_eval, runner
-from evals.cache import ResponseCache
-from evals.cases import ReactionCase
+from evals import reaction_eval
+from evals.cli import runner
+from evals.corpus.cases import ReactionCase
+from evals.store.cache import ResponseCache
 
 __all__ = ["Round", "Rounds", "measure"]
 

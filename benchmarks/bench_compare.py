@@ -13,16 +13,14 @@ lists and the families cost on top. Renderers are timed separately in the notes.
 from __future__ import annotations
 
 import statistics
-import sys
-from pathlib import Path
 
 import numpy as np
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed
-from evals.comparison import RunScores, compare, to_json, to_markdown, to_text
+from evals.analysis.comparison import RunScores, compare
+from evals.render.comparison_json import to_json
+from evals.render.comparison_markdown import to_markdown
+from evals.render.comparison_text import to_text
 
 __all__ = ["run"]
 

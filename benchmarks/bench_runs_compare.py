@@ -20,18 +20,14 @@ import io
 import json
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import compare, runs
-from evals.cache import Entry, ResponseCache
-from evals.records import DirStore, Manifest, Provenance, Report, SampleRef
+from evals.store.cache import Entry, ResponseCache
+from evals.store.records import DirStore, Manifest, Provenance, Report, SampleRef
 
 __all__ = ["run"]
 

@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import cProfile
 import pstats
-import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from attest.backends.stub import StubBackend
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
-from evals.cache import Identity, ResponseCache
-from evals.execute import RunSpec, execute
-from evals.pipeline import CachedChat, load_cases
-from evals.records import DirStore, Manifest
+from evals.engine.execute import RunSpec, execute
+from evals.engine.pipeline import CachedChat, load_cases
 from evals.rescore import TASKS, rescore_run
+from evals.store.cache import Identity, ResponseCache
+from evals.store.records import DirStore, Manifest
 
 TOTAL = 10_000
 TARGET = 10_000.0  # samples per second

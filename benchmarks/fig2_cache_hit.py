@@ -10,21 +10,16 @@ cost of a hit minus the bare call's.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from attest.backends.stub import StubBackend
 from attest.backends.types import ChatResponse, Message
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, workdir
 from evals import reaction_eval
-from evals.cache import ResponseCache
-from evals.pipeline import CachedChat, SampleChat
+from evals.engine.pipeline import CachedChat, SampleChat
+from evals.store.cache import ResponseCache
 
 BATCH = 2000
 TARGET_MS = 0.3

@@ -15,17 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import httpx
 
 from attest.backends.openai import OpenAIBackend
 from attest.backends.retry import RetryPolicy
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import reaction_eval
-from evals.cache import ResponseCache
-from evals.pipeline import CachedChat, generate, plan
+from evals.engine.pipeline import CachedChat, generate, plan
+from evals.store.cache import ResponseCache
 
 LEVELS = (1, 2, 4, 8)
 SLOTS = 8

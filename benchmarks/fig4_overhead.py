@@ -2,7 +2,7 @@
 
 The same reaction cases go to the same `local` llama.cpp server twice per round
 (see benchmarks/_rounds.py): once through attest's generate stage with a fresh
-cache (in a whole in-process eval, `evals.runner.main --backend local`), once as
+cache (in a whole in-process eval, `evals.cli.runner.main --backend local`), once as
 bare sequential `httpx` POSTs of the identical request bodies. A throwaway request
 before each leaves the server's prompt cache in the same state; the order rotates.
 
@@ -13,12 +13,6 @@ generate stage's wall time minus the time its model calls took, over the latter.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _rounds
 from benchmarks._common import Row, Spread, print_rows, script_command

@@ -1,6 +1,6 @@
 """Figure 5, warm rerun: the whole reaction eval with everything cached, against the cold run.
 
-Cold: `evals.runner.main` in-process with `--backend local` and a fresh cache dir
+Cold: `evals.cli.runner.main` in-process with `--backend local` and a fresh cache dir
 (see benchmarks/_rounds.py). Warm: the same call again on the same cache dir; it
 must make no model call. The second row times the warm rerun as the command a
 user types (`python evals/run_reaction_eval.py --backend local ...`, a new
@@ -9,12 +9,6 @@ cold run; its ratio falls as the case count grows, the process start does not.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _rounds
 from benchmarks._common import Row, Spread, print_rows, script_command

@@ -13,12 +13,6 @@ same round (see benchmarks/_rounds.py).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks import _rounds
 from benchmarks._common import Row, Spread, print_rows, script_command
 
@@ -58,7 +52,7 @@ def run() -> list[Row]:
         )
     )
     for label, ours_key, theirs_key, what in (
-        ("warm eval, in-process", "ours_warm", "inspect_warm", "evals.runner.main vs inspect_ai.eval, all cached"),
+        ("warm eval, in-process", "ours_warm", "inspect_warm", "evals.cli.runner.main vs inspect_ai.eval, all cached"),
         ("warm eval, as commands", "ours_cli_warm", "inspect_cli_warm", "run_reaction_eval.py vs `inspect eval`"),
         (
             "re-score a run, as commands",

@@ -12,12 +12,7 @@ tools differ only in their machinery. Run it with
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -27,7 +22,7 @@ from inspect_ai.solver import TaskState, generate
 
 from attest.backends.settings import Settings
 from evals import reaction_eval
-from evals.cases import ReactionCase
+from evals.corpus.cases import ReactionCase
 
 
 def response_format() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Run every figure and write benchmarks/RESULTS.md: `nox -s bench` (or `python benchmarks/run_all.py`).
+"""Run every figure and write benchmarks/RESULTS.md: `nox -s bench` (or `python -m benchmarks.run_all`).
 
 Figures 1-3 need no model; 4-6 share the model rounds of benchmarks/_rounds.py
 (the local llama.cpp server, started once). A figure that fails is reported as
@@ -15,9 +15,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (
     bench_compare,
@@ -55,7 +52,7 @@ def _run_one(module: ModuleType) -> tuple[list[Row], float, bool]:
     except (AssertionError, RuntimeError, OSError, ValueError) as exc:
         traceback.print_exc()
         rows = [
-            Row(name, "FAILED", "", "", "", False, f"python benchmarks/{name}.py", [f"{type(exc).__name__}: {exc}"])
+            Row(name, "FAILED", "", "", "", False, f"python -m benchmarks.{name}", [f"{type(exc).__name__}: {exc}"])
         ]
         ok = False
     seconds = time.perf_counter() - start
@@ -74,7 +71,7 @@ def _markdown(rows: Sequence[Row], timings: dict[str, float], total_s: float, lo
     lines = [
         "# Benchmark results",
         "",
-        "Written by `nox -s bench` (`python benchmarks/run_all.py`); do not edit by hand. Every figure is a",
+        "Written by `nox -s bench` (`python -m benchmarks.run_all`); do not edit by hand. Every figure is a",
         f"ratio or a rate measured in this one run against its reference, repeated {REPEATS} times: median",
         "(min-max, n). See benchmarks/README.md for what each figure measures.",
         "",

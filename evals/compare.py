@@ -1,7 +1,7 @@
 """`python -m evals.compare BASE CAND`: did the change help? Two recorded runs, paired and decided.
 
 BASE and CAND are run ids or `TASK@latest` / `TASK@previous`. The runs' reports give
-each case's scores (repeats are averaged within a case by `evals.comparison`), the
+each case's scores (repeats are averaged within a case by `evals.analysis.comparison`), the
 corpus each run recorded gives each case's family, the manifests give what changed
 between the runs, and the cache gives the answers shown side by side. Nothing here
 calls a model.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,24 +28,18 @@ from typing import Any
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.cache import ResponseCache, resolve_cache_dir
-from evals.comparison import (
-    EXIT_CODES,
-    CaseChange,
-    Comparison,
-    compare,
-    compare_all,
-    exit_code,
-    to_json,
-    to_markdown,
-    to_text,
-)
-from evals.pairing import Run, load_run, pair
-from evals.pipeline import AnswerCache
-from evals.records import DirStore, Manifest
-from evals.runs import resolve_ref
+from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, compare, compare_all, exit_code
+from evals.analysis.pairing import Run, load_run, pair
+from evals.cli.options import margin_type
+from evals.engine.pipeline import AnswerCache
+from evals.render.comparison_json import to_json
+from evals.render.comparison_markdown import to_markdown
+from evals.render.comparison_text import to_text
+from evals.store.cache import ResponseCache, resolve_cache_dir
+from evals.store.records import DirStore, Manifest
+from evals.store.refs import resolve_ref
 
-__all__ = ["TASKS", "main", "margin_type", "with_answers"]
+__all__ = ["TASKS", "main", "with_answers"]
 
 TASKS = ("tagging", "reaction", "explanation")
 NOT_CACHED = "(not in the cache)"
@@ -81,17 +74,6 @@ def _answers(cache: AnswerCache | None, manifest: Manifest, wanted: set[str]) ->
 
 
 # ----- the command line --------------------------------------------------------------------------------------
-
-
-def margin_type(text: str) -> float:
-    """An argparse type: a margin fixed before looking, a gain in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and 0.0 <= value < 1.0):
-        raise argparse.ArgumentTypeError(f"{text!r}: the margin is a gain in [0, 1) fixed before looking")
-    return value
 
 
 def _parser() -> argparse.ArgumentParser:

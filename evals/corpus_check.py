@@ -2,7 +2,7 @@
 
 Prints a small table per corpus (cases, class balance and sha256 per split), then
 every problem found, one line each, naming the file, the case and the field, then
-the growth targets not yet met (evals/corpus_targets.py: sizes, readers, families
+the growth targets not yet met (evals/corpus/targets.py: sizes, readers, families
 and tags in dev) as their own labelled group; ``--skip-targets`` leaves that group out.
 Exit status: 0 when clean, 1 when any problem (or unmet target) was found.
 
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from attest.errors import run_main
 from attest.options import OneLineErrorParser
-from evals.cases import (
+from evals.corpus.cases import (
     SPLITS,
     AnyCase,
     CaseId,
@@ -34,9 +34,9 @@ from evals.cases import (
     ReactionCase,
     TaggingCase,
 )
-from evals.corpus import CorpusError, read_cases, split_sha256
-from evals.corpus_rules import explanation_rules, in_split, reaction_rules, tagging_rules
-from evals.corpus_targets import explanation_targets, reaction_targets, tagging_targets
+from evals.corpus.read import CorpusError, read_cases, split_sha256
+from evals.corpus.rules import explanation_rules, in_split, reaction_rules, tagging_rules
+from evals.corpus.targets import explanation_targets, reaction_targets, tagging_targets
 
 _ROOT = Path(__file__).resolve().parent.parent
 

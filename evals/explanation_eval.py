@@ -4,7 +4,7 @@ sentence to "you" that names a shared topic, with no preamble.
 Each branch has one required check, worth GATE, and refinements that share the rest:
 
 - a match case requires a non-refusal that names one of `must_mention_any` (whole
-  words, up to spelling variants, plural and hyphenation: evals/words.py); without
+  words, up to spelling variants, plural and hyphenation: evals/corpus/words.py); without
   it the answer scores 0 however well it is phrased. Under fifteen words, "you" and
   no preamble then each earn a third of the remaining credit;
 - a refuse case requires a refusal; the exact mandated wording earns the rest.
@@ -23,11 +23,11 @@ from typing import Any
 
 from attest.backends.types import Message
 from attest.explain import REFUSAL, Explanation, explanation_messages
-from evals import execute, pipeline
-from evals.cases import ExplanationCase
-from evals.pipeline import CaseResult, EvalResult, SampleChat
-from evals.scoring import parse_or_error
-from evals.words import mentions, words
+from evals.corpus.cases import ExplanationCase
+from evals.corpus.words import mentions, words
+from evals.engine import execute, pipeline
+from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.scoring import parse_or_error
 
 __all__ = ["TASK", "dspy_fields", "evaluate", "is_refusal", "load_cases", "score_one", "to_dspy_example"]
 
@@ -36,7 +36,7 @@ GATE = 0.5  # credit for the required check; the refinements share the other hal
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
 _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'ll|'d)?\b", re.IGNORECASE)
-# over canonical words (evals/words.py): "outside" is "outsid", "interests" is "interest"
+# over canonical words (evals/corpus/words.py): "outside" is "outsid", "interests" is "interest"
 _REFUSING = re.compile(r"\boutsid (?:of )?(?:your |the reader s )?(?:stated )?interest\b")
 
 

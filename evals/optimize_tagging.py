@@ -14,7 +14,7 @@ rerun with the same settings makes no model calls.
 counter refuses any call beyond the budget), keeps as demos the cases the model tags
 exactly right and tops them up with labelled train cases. The candidate and the shipped
 default prompt are then recorded as two runs on the dev split, which the optimiser never
-sees, and the gate is the paired verdict of `evals.comparison.compare` against
+sees, and the gate is the paired verdict of `evals.analysis.comparison.compare` against
 `--margin` (default 0): only **ship** writes the candidate, as an ATTEST_TAG_PROMPT
 artifact; inconclusive and regress write nothing. The decision (verdict, interval, p,
 margin, both run ids) is written beside the candidate run as `decision.json`, where
@@ -41,9 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import dspy
 
 from attest.answers import ModelOutputError, parse_answer, schema_of
@@ -53,16 +50,16 @@ from attest.errors import AttestError, run_main
 from attest.features import DEFAULT_TAG_INSTRUCTIONS, ItemTags, TagDemo, TagPrompt, load_tag_prompt, tag_messages
 from attest.options import OneLineErrorParser, add_backend_options, at_least, settings_from_args
 from attest.text import printable
-from evals.cache import Identity, ResponseCache, request_key, resolve_cache_dir
-from evals.cases import TaggingCase
-from evals.compare import margin_type
-from evals.comparison import Comparison
-from evals.execute import RunOutcome, RunSpec, execute, with_render
-from evals.execute import evaluate as execute_evaluate
-from evals.pairing import Run, decide
-from evals.pipeline import CachedChat, EvalResult, SampleChat, stderr_progress
-from evals.records import Decision, DirStore, RunStore, new_run_id, write_atomic
-from evals.runner import BackendFactory
+from evals.analysis.comparison import Comparison
+from evals.analysis.pairing import Run, decide
+from evals.cli.options import margin_type
+from evals.cli.runner import BackendFactory
+from evals.corpus.cases import TaggingCase
+from evals.engine.execute import RunOutcome, RunSpec, execute, with_render
+from evals.engine.execute import evaluate as execute_evaluate
+from evals.engine.pipeline import CachedChat, EvalResult, SampleChat, stderr_progress
+from evals.store.cache import Identity, ResponseCache, request_key, resolve_cache_dir
+from evals.store.records import Decision, DirStore, RunStore, new_run_id, write_atomic
 from evals.tagging_eval import TASK, dspy_fields, load_cases, score_one, to_dspy_example
 
 __all__ = [

@@ -11,10 +11,10 @@ from typing import Any
 
 from attest.backends.types import Message
 from attest.simulate import Reaction, reaction_messages
-from evals import execute, pipeline
-from evals.cases import ReactionCase
-from evals.pipeline import CaseResult, EvalResult, SampleChat
-from evals.scoring import names_item, parse_or_error
+from evals.corpus.cases import ReactionCase
+from evals.engine import execute, pipeline
+from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.scoring import names_item, parse_or_error
 
 __all__ = [
     "TASK",

@@ -25,12 +25,13 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
-from evals import explanation_eval, provenance, reaction_eval, tagging_eval
-from evals.cache import ResponseCache, resolve_cache_dir
-from evals.cases import AnyCase
-from evals.execute import report_of
-from evals.pipeline import EvalResult, MissingSampleError, Task, corpus_digests, load_cases, score_planned
-from evals.records import Decision, DirStore, Manifest, RunError
+from evals import explanation_eval, reaction_eval, tagging_eval
+from evals.corpus.cases import AnyCase
+from evals.engine import provenance
+from evals.engine.execute import report_of
+from evals.engine.pipeline import EvalResult, MissingSampleError, Task, corpus_digests, load_cases, score_planned
+from evals.store.cache import ResponseCache, resolve_cache_dir
+from evals.store.records import Decision, DirStore, Manifest, RunError
 
 __all__ = ["TASKS", "Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
@@ -176,7 +177,7 @@ def recheck_decisions(
     ]
     if not found:
         return []
-    from evals.pairing import Run, recheck, recheck_line  # statistics (scipy) only when there is a decision
+    from evals.analysis.pairing import Run, recheck, recheck_line  # statistics (scipy) only when there is a decision
 
     out = []
     for run_id, decision in found:

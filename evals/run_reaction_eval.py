@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from evals.cli.runner import main
 from evals.reaction_eval import TASK
-from evals.runner import main
 
 if __name__ == "__main__":
     raise SystemExit(main(TASK))

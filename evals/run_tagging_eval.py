@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from evals.runner import main
+from evals.cli.runner import main
 from evals.tagging_eval import TASK
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 - `list`: one row per run, newest first (id, task, status, backend, model, split, n,
   prompt fingerprint, score, age); `--task`, `--json`. Runs unchanged since the last
-  listing come from `runs/.index.json` (evals/run_index.py), so 1,000 runs list at once.
+  listing come from `runs/.index.json` (evals/store/run_index.py), so 1,000 runs list at once.
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
   answer text from the cache, its score and the scorer's errors.
 - `prune --incomplete | --older-than DAYS | --keep-last N`: removes run directories
@@ -19,85 +19,16 @@ import json
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals import run_index
-from evals.cache import ResponseCache, resolve_cache_dir
-from evals.records import DirStore, ReportHead, RunError
-from evals.run_index import Summary
+from evals.store.cache import ResponseCache, resolve_cache_dir
+from evals.store.records import DirStore, RunError
+from evals.store.refs import RunRow, list_runs, resolve_ref
 
-__all__ = ["RunRow", "list_runs", "main", "resolve_ref"]
-
-
-@dataclass(frozen=True)
-class RunRow:
-    run_id: str
-    summary: Summary | None  # None: unreadable (another version, or edited by hand)
-    problem: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        if self.summary is None:
-            return {"run_id": self.run_id, "status": "unreadable", "problem": self.problem}
-        return self.summary.model_dump()
-
-
-def list_runs(store: DirStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
-    """Every run in the store, newest first by creation time (ids have a second's resolution).
-
-    A run whose files are unchanged since `runs/.index.json` summarised them is taken from
-    there; any other is read and checked in full (and the index updated).
-    """
-    known, fresh, rows = run_index.load(store.root), {}, []
-    for run_id in store.run_ids():
-        stamp = run_index.stamp(store.root / run_id, clock)
-        entry = known.get(run_id)
-        try:
-            summary = entry.summary if entry and stamp == entry.stamp else _summary(store, run_id)
-        except RunError as exc:
-            rows.append(RunRow(run_id, None, str(exc)))
-            continue
-        if stamp is not None:
-            fresh[run_id] = run_index.Entry(stamp=stamp, summary=summary)
-        if task is None or summary.task == task:
-            rows.append(RunRow(run_id, summary))
-    if fresh != known:
-        run_index.save(store.root, fresh)
-    return sorted(rows, key=_created, reverse=True)
-
-
-def _summary(store: DirStore, run_id: str) -> Summary:
-    manifest = store.manifest(run_id)
-    scored = store.load(run_id, "report", ReportHead) if store.exists(run_id, "report") else None
-    return Summary.of(manifest, scored.overall if scored else None)
-
-
-def _created(row: RunRow) -> tuple[float, str]:
-    """When the run was made: its manifest's time, or (unreadable) the time its id starts with."""
-    if row.summary is not None:
-        return row.summary.created, row.run_id
-    try:
-        return time.mktime(time.strptime(row.run_id[:15], "%Y%m%dT%H%M%S")), row.run_id
-    except ValueError:
-        return 0.0, row.run_id
-
-
-def resolve_ref(store: DirStore, ref: str) -> str:
-    """A run id from an id or `TASK@latest` / `TASK@previous` (complete runs only)."""
-    if "@" not in ref:
-        store.run_dir(ref)
-        return ref
-    task, _, which = ref.partition("@")
-    if which not in ("latest", "previous"):
-        raise RunError(f"{ref!r}: say TASK@latest or TASK@previous")
-    complete = [r.run_id for r in list_runs(store, task) if r.summary and r.summary.status == "complete"]
-    index = 0 if which == "latest" else 1
-    if len(complete) <= index:
-        raise RunError(f"{ref!r}: {task} has {len(complete)} complete run(s) in {store.root}")
-    return complete[index]
+__all__ = ["main"]
 
 
 def _age(created: float) -> str:
@@ -132,7 +63,7 @@ def _list(store: DirStore, args: argparse.Namespace) -> int:
 
 
 def _show(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
-    from evals.show import show_run
+    from evals.render.show import show_run
 
     run_id = resolve_ref(store, args.run)
     cache = ResponseCache(cache_dir)

@@ -8,10 +8,10 @@ from typing import Any
 
 from attest.backends.types import Message
 from attest.features import ItemTags, tag_messages
-from evals import execute, pipeline
-from evals.cases import TaggingCase
-from evals.pipeline import CaseResult, EvalResult, SampleChat
-from evals.scoring import parse_or_error
+from evals.corpus.cases import TaggingCase
+from evals.engine import execute, pipeline
+from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.scoring import parse_or_error
 
 __all__ = ["TASK", "dspy_fields", "evaluate", "load_cases", "score_one", "to_dspy_example"]
 

@@ -3,7 +3,7 @@
     corpus = write_corpus(tmp_path / "tagging.json", 20)
     base = record(cache_dir, corpus, right={"id-1", "id-2"}, model="base")
 
-`record` runs the one loop (`evals.execute.execute`) with a fake model that answers a
+`record` runs the one loop (`evals.engine.execute.execute`) with a fake model that answers a
 case's gold tags (F1 = 1) when its id is in `right` and a tag outside the gold set
 (F1 = 0) otherwise, through a real `ResponseCache` and `DirStore` under `cache_dir`.
 Each run's `model` is part of its cache keys, so two runs with different models never
@@ -22,11 +22,11 @@ from attest.backends.types import ChatResponse, Message
 from attest.features import TAGS
 from attest.render import item_block
 from evals import tagging_eval
-from evals.cache import Identity, ResponseCache
-from evals.cases import TaggingCase
-from evals.execute import RunSpec, execute
-from evals.pipeline import CachedChat, load_cases
-from evals.records import DirStore
+from evals.corpus.cases import TaggingCase
+from evals.engine.execute import RunSpec, execute
+from evals.engine.pipeline import CachedChat, load_cases
+from evals.store.cache import Identity, ResponseCache
+from evals.store.records import DirStore
 
 __all__ = ["corpus_ids", "record", "write_corpus"]
 

@@ -11,10 +11,11 @@ import pytest
 
 from attest.backends.stub import StubBackend
 from attest.vocab import REFUSAL
-from evals import baselines, explanation_eval, reaction_eval, tagging_eval
-from evals.baselines import Candidate
-from evals.cases import ExplanationCase, ReactionCase, TaggingCase
-from evals.pipeline import Task
+from evals import explanation_eval, reaction_eval, tagging_eval
+from evals.analysis import baselines
+from evals.analysis.baselines import Candidate
+from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
+from evals.engine.pipeline import Task
 
 TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
 

@@ -1,6 +1,6 @@
 """`python -m evals.compare`: exit codes per verdict, references, refusals, and what it prints.
 
-Runs are real records: offline (stub) runs through `evals.runner.main`, and tagging runs
+Runs are real records: offline (stub) runs through `evals.cli.runner.main`, and tagging runs
 through the one loop with a fake model that is right or wrong per case as each test
 says (tests/recorded_runs.py), so every verdict below has a known cause.
 """
@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from evals import compare, explanation_eval, reaction_eval, runner, tagging_eval
-from evals.comparison import MARKDOWN_LIMIT
-from evals.records import DirStore
+from evals import compare, explanation_eval, reaction_eval, tagging_eval
+from evals.cli import runner
+from evals.render.comparison_markdown import MARKDOWN_LIMIT
+from evals.store.records import DirStore
 from tests.recorded_runs import corpus_ids, record, write_corpus
 
 

@@ -1,4 +1,4 @@
-"""evals.comparison: pairing, refusals, the verdict, Holm across tasks, and the three renderers."""
+"""evals.analysis.comparison: pairing, refusals, the verdict, Holm across tasks, and the three renderers."""
 
 from __future__ import annotations
 
@@ -10,20 +10,19 @@ import numpy as np
 import pytest
 
 from attest.errors import AttestError
-from evals.comparison import (
+from evals.analysis.comparison import (
     EXIT_CODES,
-    MARKDOWN_LIMIT,
     Comparison,
     ComparisonError,
     RunScores,
     compare,
     compare_all,
     exit_code,
-    to_json,
-    to_markdown,
-    to_text,
 )
-from evals.stats import detectable_from, holm, holm_levels, paired, verdict
+from evals.analysis.stats import detectable_from, holm, holm_levels, paired, verdict
+from evals.render.comparison_json import to_json
+from evals.render.comparison_markdown import MARKDOWN_LIMIT, to_markdown
+from evals.render.comparison_text import to_text
 
 
 def run(

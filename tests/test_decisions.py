@@ -1,6 +1,6 @@
 """Recorded decisions: the gate's verdict is kept beside the candidate run, and rescore re-checks it.
 
-A decision is taken over two recorded runs (`evals.pairing.decide`, the optimiser's gate);
+A decision is taken over two recorded runs (`evals.analysis.pairing.decide`, the optimiser's gate);
 `python -m evals.rescore` re-scores the candidate, re-scores its baseline too, recomputes
 the verdict with the recorded margin from the cache alone and says whether it changed.
 The scorer change is injected through `rescore.TASKS`, as tests/test_rescore.py does.
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from evals import rescore, tagging_eval
-from evals.cases import TaggingCase
-from evals.pairing import decide, load_run
-from evals.records import Decision, DirStore
+from evals.analysis.pairing import decide, load_run
+from evals.corpus.cases import TaggingCase
+from evals.store.records import Decision, DirStore
 from tests.recorded_runs import corpus_ids, record, write_corpus
 
 

@@ -35,10 +35,10 @@ from attest.cli import main as attest_main
 from attest.features import TAGS, TagDemo, TagPrompt, item_block, load_tag_prompt, tag_messages
 from evals import compare as compare_cli
 from evals import tagging_eval
-from evals.cache import Identity, ResponseCache
-from evals.cases import TaggingCase
-from evals.pipeline import CachedChat, CacheOnlyChat, unsampled
-from evals.records import Decision, DirStore
+from evals.corpus.cases import TaggingCase
+from evals.engine.pipeline import CachedChat, CacheOnlyChat, unsampled
+from evals.store.cache import Identity, ResponseCache
+from evals.store.records import Decision, DirStore
 from tests.fakes import FakeBackend, RecordingChat
 
 REPO = Path(__file__).resolve().parents[1]

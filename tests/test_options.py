@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from attest import cli
-from evals import compare, corpus_check, optimize_tagging, reaction_eval, rescore, runner, runs
+from evals import compare, corpus_check, optimize_tagging, reaction_eval, rescore, runs
+from evals.cli import runner
 
 REPO = Path(__file__).resolve().parents[1]
 PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {

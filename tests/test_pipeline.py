@@ -20,10 +20,11 @@ from attest.backends.types import BackendError, ChatResponse, Message
 from attest.explain import explanation_messages
 from attest.features import TagPrompt, tag_messages
 from attest.simulate import reaction_messages
-from evals import explanation_eval, reaction_eval, runner, tagging_eval
-from evals.cache import Identity, ResponseCache, canonical_json
-from evals.corpus import split_sha256
-from evals.pipeline import CachedChat, GenerateStats, Planned, generate, plan, score_planned, unsampled
+from evals import explanation_eval, reaction_eval, tagging_eval
+from evals.cli import runner
+from evals.corpus.read import split_sha256
+from evals.engine.pipeline import CachedChat, GenerateStats, Planned, generate, plan, score_planned, unsampled
+from evals.store.cache import Identity, ResponseCache, canonical_json
 from tests.fakes import RecordingChat
 
 MODULES: dict[str, ModuleType] = {"tagging": tagging_eval, "reaction": reaction_eval, "explanation": explanation_eval}
@@ -399,13 +400,13 @@ def test_sampling_requests_draw_each_case_from_its_own_seed(
 
 
 def test_only_sampling_requests_carry_the_seeding_rule_in_their_key() -> None:
-    from evals.cache import SEEDING, request_key
+    from evals.store.cache import SEEDING, request_key
 
     messages = [{"role": "user", "content": "x"}]
     greedy = Identity("fake", "m", "d", {"temperature": 0.0, "seed": 1})
     sampling = Identity("fake", "m", "d", {"temperature": 0.8, "seed": 1})
     plain = {"backend": "fake", "model": "m", "digest": "d", "messages": messages, "schema": {}, "sample": 0}
-    from evals.cache import canonical_json
+    from evals.store.cache import canonical_json
 
     def sha(payload: dict[str, object]) -> str:
         import hashlib

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from evals import explanation_eval, reaction_eval, rescore, runner, tagging_eval
-from evals.pipeline import Task
+from evals import explanation_eval, reaction_eval, rescore, tagging_eval
+from evals.cli import runner
+from evals.engine.pipeline import Task
 
 pytestmark = pytest.mark.local_model
 

@@ -19,8 +19,9 @@ import pytest
 from pydantic import BaseModel
 
 from attest.features import TagPrompt
-from evals import provenance, tagging_eval
-from evals.records import (
+from evals import tagging_eval
+from evals.engine import provenance
+from evals.store.records import (
     Decision,
     DirStore,
     Manifest,
@@ -298,7 +299,7 @@ def test_a_run_being_written_by_another_process_is_busy(store: DirStore) -> None
 def hold_in_another_process(store: DirStore, run_id: str) -> Iterator[None]:
     """Hold `store.writing(run_id)` in a child process until the block ends."""
     code = (
-        "import sys; from pathlib import Path; from evals.records import DirStore\n"
+        "import sys; from pathlib import Path; from evals.store.records import DirStore\n"
         f"with DirStore(Path({str(store.root)!r})).writing({run_id!r}):\n"
         "    print('held', flush=True); sys.stdin.read()"
     )
@@ -375,7 +376,7 @@ def test_prompt_fingerprint_changes_with_one_word() -> None:
 
 def test_scorer_fingerprint_is_the_scorer_source_the_shared_helpers_and_the_answer_parser() -> None:
     digest = hashlib.sha256()
-    for path in ("evals/tagging_eval.py", "evals/scoring.py", "evals/words.py", "src/attest/answers.py"):
+    for path in ("evals/tagging_eval.py", "evals/engine/scoring.py", "evals/corpus/words.py", "src/attest/answers.py"):
         digest.update((REPO / path).read_bytes())
     assert provenance.scorer_fingerprint(tagging_eval.score_one) == digest.hexdigest()
 

@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 
 from attest.backends.types import ChatResponse, Message
-from evals import baselines, explanation_eval, reaction_eval, runner, stats, tagging_eval
-from evals.execute import IN_PROCESS, RunOutcome, RunSpec, execute
-from evals.pipeline import CachedChat, MemoryCache, Task, load_cases, unsampled
-from evals.records import MemoryStore
-from evals.report import annotate, inputs_sha256, print_report
-from evals.uncertainty import ASSUMES
+from evals import explanation_eval, reaction_eval, tagging_eval
+from evals.analysis import baselines, stats
+from evals.analysis.uncertainty import ASSUMES
+from evals.cli import runner
+from evals.engine.execute import IN_PROCESS, RunOutcome, RunSpec, execute
+from evals.engine.pipeline import CachedChat, MemoryCache, Task, load_cases, unsampled
+from evals.render.report import annotate, inputs_sha256, print_report
+from evals.store.records import MemoryStore
 from tests.fakes import FakeBackend, RecordingChat
 
 TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}

@@ -17,9 +17,10 @@ from typing import Any
 import diskcache
 import pytest
 
-from evals import explanation_eval, reaction_eval, rescore, runner, tagging_eval
-from evals.cache import JSONDisk
-from evals.pipeline import Task, load_cases
+from evals import explanation_eval, reaction_eval, rescore, tagging_eval
+from evals.cli import runner
+from evals.engine.pipeline import Task, load_cases
+from evals.store.cache import JSONDisk
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}

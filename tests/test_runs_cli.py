@@ -20,12 +20,15 @@ import pytest
 import attest
 from attest.backends.types import Message
 from attest.features import TagPrompt
-from evals import explanation_eval, provenance, reaction_eval, rescore, run_index, runner, runs, tagging_eval
-from evals.cache import ResponseCache
-from evals.cases import TaggingCase
-from evals.execute import Prompts
-from evals.pipeline import Task, corpus_digests, load_cases
-from evals.records import DirStore, Manifest
+from evals import explanation_eval, reaction_eval, rescore, runs, tagging_eval
+from evals.cli import runner
+from evals.corpus.cases import TaggingCase
+from evals.engine import provenance
+from evals.engine.execute import Prompts
+from evals.engine.pipeline import Task, corpus_digests, load_cases
+from evals.store import refs, run_index
+from evals.store.cache import ResponseCache
+from evals.store.records import DirStore, Manifest
 from tests.test_records import hold_in_another_process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -428,9 +431,9 @@ def test_newest_first_follows_creation_time_not_the_random_part_of_the_id(
     base = store.manifest(eval_run(tagging_eval.TASK, tmp_path, capsys))
     older = _copy_run(store, base, "20300101T000000-tagging-ffffffff", created=base.created + 10)
     newer = _copy_run(store, base, "20300101T000000-tagging-00000000", created=base.created + 11)
-    assert [r.run_id for r in runs.list_runs(store)][:2] == [newer, older]
-    assert runs.resolve_ref(store, "tagging@latest") == newer
-    assert runs.resolve_ref(store, "tagging@previous") == older
+    assert [r.run_id for r in refs.list_runs(store)][:2] == [newer, older]
+    assert refs.resolve_ref(store, "tagging@latest") == newer
+    assert refs.resolve_ref(store, "tagging@previous") == older
     (latest,) = rescore.find_runs(store)
     assert latest.run_id == newer
 
@@ -632,26 +635,26 @@ def test_list_takes_unchanged_runs_from_the_index_and_rereads_changed_ones(
     store = store_of(tmp_path)
     first = eval_run(tagging_eval.TASK, tmp_path, capsys)
     second = eval_run(reaction_eval.TASK, tmp_path, capsys)
-    rows = [r.to_json() for r in runs.list_runs(store, clock=_later)]
+    rows = [r.to_json() for r in refs.list_runs(store, clock=_later)]
     entries = run_index.load(store.root)
     assert sorted(entries) == sorted([first, second])
     (tmp_path / "runs" / ".index.json").unlink()
-    assert [r.to_json() for r in runs.list_runs(store, clock=_later)] == rows  # the same rows either way
+    assert [r.to_json() for r in refs.list_runs(store, clock=_later)] == rows  # the same rows either way
 
     entries = run_index.load(store.root)
     marked = entries[first].summary.model_copy(update={"model": "from-the-index"})
     run_index.save(store.root, {**entries, first: entries[first].model_copy(update={"summary": marked})})
-    by_id = {r.run_id: r.to_json() for r in runs.list_runs(store, clock=_later)}
+    by_id = {r.run_id: r.to_json() for r in refs.list_runs(store, clock=_later)}
     assert by_id[first]["model"] == "from-the-index"  # an unchanged run is read from the index
 
     path = tmp_path / "runs" / first / "manifest.json"
     path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), "extra": 1}), encoding="utf-8")
-    by_id = {r.run_id: r.to_json() for r in runs.list_runs(store, clock=_later)}
+    by_id = {r.run_id: r.to_json() for r in refs.list_runs(store, clock=_later)}
     assert by_id[first]["status"] == "unreadable" and "extra" in by_id[first]["problem"]
     assert first not in run_index.load(store.root)
 
     shutil.rmtree(tmp_path / "runs" / second)
-    runs.list_runs(store, clock=_later)
+    refs.list_runs(store, clock=_later)
     assert run_index.load(store.root) == {}
 
 
@@ -659,7 +662,7 @@ def test_a_run_written_just_now_is_not_indexed(tmp_path: Path, capsys: pytest.Ca
     """Two writes inside one timestamp tick could look like one file: fresh files are always read in full."""
     store = store_of(tmp_path)
     run_id = eval_run(tagging_eval.TASK, tmp_path, capsys)
-    assert [r.run_id for r in runs.list_runs(store)] == [run_id]
+    assert [r.run_id for r in refs.list_runs(store)] == [run_id]
     assert run_id not in run_index.load(store.root)
     assert run_index.stamp(store.root / run_id) is None
     assert run_index.stamp(store.root / run_id, _later) is not None
@@ -678,7 +681,7 @@ def test_a_bad_or_planted_index_is_ignored(tmp_path: Path, planted: str, capsys:
         index.write_text(json.dumps({"schema_version": 2, "entries": {run_id: fake}}), encoding="utf-8")
     else:
         index.symlink_to(outside)
-    (row,) = runs.list_runs(store, clock=_later)
+    (row,) = refs.list_runs(store, clock=_later)
     assert row.summary is not None and row.summary.model == "stub-keyword-overlap-v1"
     assert outside.read_text(encoding="utf-8") == "precious\n"
     assert not index.is_symlink() and run_id in run_index.load(store.root)

@@ -11,7 +11,7 @@ import pytest
 
 from attest.explain import REFUSAL
 from evals import explanation_eval, reaction_eval, tagging_eval
-from evals.cases import ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
 
 TAG_CASE = TaggingCase(
     id="pd-cn-coupling",

@@ -1,4 +1,4 @@
-"""evals.stats: checked by simulation against a known truth, plus hand cases.
+"""evals.analysis.stats: checked by simulation against a known truth, plus hand cases.
 
 Each simulation draws 2,000 datasets at once from a seeded numpy Generator and asserts
 the rate a user relies on (coverage, false ship, power, familywise error) with a
@@ -19,7 +19,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats as sps  # type: ignore[import-untyped]
 
-from evals.stats import (
+from evals.analysis.stats import (
     Estimate,
     Interval,
     decimals_for,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.words import STOPWORDS, canonical, content_words, mentions, words
+from evals.corpus.words import STOPWORDS, canonical, content_words, mentions, words
 
 
 @pytest.mark.parametrize(

@@ -23,8 +23,8 @@ import pytest
 from attest.backends.openai import OpenAIBackend
 from attest.backends.retry import RetryPolicy
 from attest.backends.types import BackendError
-from evals.cache import Identity
 from evals.reaction_eval import CORPUS
+from evals.store.cache import Identity
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_answer, reaction_command, script_env
 
 CASES = 3

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from attest.errors import run_reporting_errors
-from evals.cache import Identity, JSONDisk, ResponseCache
-from evals.pipeline import CachedChat, Planned, generate, plan
+from evals.engine.pipeline import CachedChat, Planned, generate, plan
 from evals.reaction_eval import TASK, load_cases
+from evals.store.cache import Identity, JSONDisk, ResponseCache
 from tests.fakes import RecordingChat
 from tests.reliability.fakeserver import reaction_answer
 

@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from evals.cache import ResponseCache
+from evals.cli.runner import main
 from evals.reaction_eval import CORPUS, TASK
-from evals.runner import main
+from evals.store.cache import ResponseCache
 from tests.reliability.fakeserver import FakeServer, reaction_answer
 
-# evals.runner.main does not close its backend's HTTP client (a process exit does); run
+# evals.cli.runner.main does not close its backend's HTTP client (a process exit does); run
 # in-process here, its sockets are closed by the garbage collector after each test.
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning")
 

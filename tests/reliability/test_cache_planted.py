@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from evals.cache import ResponseCache
+from evals.cli.runner import main
 from evals.reaction_eval import CORPUS, TASK
-from evals.runner import main
+from evals.store.cache import ResponseCache
 from tests.reliability.fakeserver import FakeServer
 
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning")

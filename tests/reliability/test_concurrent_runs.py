@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from attest.backends.settings import Settings
-from evals.cache import Identity, ResponseCache
-from evals.pipeline import plan
+from evals.engine.pipeline import plan
 from evals.reaction_eval import CORPUS, TASK, load_cases
+from evals.store.cache import Identity, ResponseCache
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_answer, reaction_command, script_env
 
 # Slices of the reaction corpus: of cases 0-79, 20 are in three slices, 40 in two, 20 in one.

@@ -17,8 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 from attest.errors import run_reporting_errors
-from evals.cases import ExplanationCase, ReactionCase, TaggingCase
-from evals.corpus import CorpusError, read_cases
+from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.read import CorpusError, read_cases
 from evals.corpus_check import main
 from tests.test_corpus_check import base_corpora, problem_lines, write_corpora
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attest.backends.settings import Settings
-from evals.cache import Identity, ResponseCache
-from evals.pipeline import plan
+from evals.engine.pipeline import plan
 from evals.reaction_eval import TASK, load_cases
+from evals.store.cache import Identity, ResponseCache
 from tests.reliability.fakeserver import ROOT, FakeServer, Recorded, reaction_answer, reaction_command, script_env
 
 KILLS = 20

@@ -1,4 +1,4 @@
-"""Bounded concurrency and Ctrl-C: `evals.bounded.run_bounded` stops at once and starts nothing new.
+"""Bounded concurrency and Ctrl-C: `evals.engine.bounded.run_bounded` stops at once and starts nothing new.
 
 A real SIGINT goes to a subprocess running `run_bounded` over 100 fake calls that take
 2 s each, 4 in flight. The first Ctrl-C must stop submission (no call starts after it,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.bounded import run_bounded
+from evals.engine.bounded import run_bounded
 from tests.reliability.fakeserver import ROOT
 
 CONCURRENCY = 4
@@ -68,7 +68,9 @@ def _starts(log: Path) -> int:
     return sum(line.startswith("start ") for line in log.read_text(encoding="utf-8").splitlines())
 
 
-def interrupt(tmp_path: Path, target: str = "evals.bounded:run_bounded") -> tuple[int, dict[str, list[int]], float]:
+def interrupt(
+    tmp_path: Path, target: str = "evals.engine.bounded:run_bounded"
+) -> tuple[int, dict[str, list[int]], float]:
     """Run the child, send SIGINT in its second batch of calls; returns the starts seen then, its report, seconds."""
     log = tmp_path / "calls.log"
     log.touch()

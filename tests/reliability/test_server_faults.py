@@ -26,9 +26,9 @@ import pytest
 from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.backends.types import Backend
-from evals.cache import ResponseCache
+from evals.cli.runner import main
 from evals.reaction_eval import CORPUS, TASK
-from evals.runner import main
+from evals.store.cache import ResponseCache
 from tests.reliability.fakeserver import CHAT_PATH, FakeServer
 
 RETRIES = 3
@@ -51,7 +51,7 @@ FAULTS: dict[str, tuple[int, tuple[str, ...]]] = {
 }
 _TOTALS = {"tried": 0, "survived": 0, "requests": 0}
 
-# evals.runner.main does not close its backend's HTTP client (a process exit does); run
+# evals.cli.runner.main does not close its backend's HTTP client (a process exit does); run
 # in-process here, its sockets are closed by the garbage collector after each test.
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning")
 

@@ -81,7 +81,7 @@ class Backend(Protocol):
     def chat_json(
         self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
     ) -> ChatResponse:
-        """One answer; `seed`, when given, replaces the options' seed for this request (evals.cache.request_seed)."""
+        """One answer; `seed`, when given, replaces the options' seed for this request (see request_seed)."""
         ...
 
     def close(self) -> None: ...

@@ -1,7 +1,7 @@
 """The baselines a model must beat, scored on a run's own cases by the task's own `score_one`.
 
 - `stub`: attest's StubBackend (keyword overlap between reader and item), run in
-  process through `evals.execute.evaluate`: no network, nothing on disk, one sample
+  process through `evals.engine.execute.evaluate`: no network, nothing on disk, one sample
   per case (it is deterministic).
 - `trivial`: the best constant answer, one JSON text sent for every case, chosen among
   a few candidates built from the cases' labels. Reaction: the majority class of the
@@ -24,9 +24,9 @@ from typing import Any
 
 from attest.backends.stub import StubBackend
 from attest.vocab import REFUSAL
-from evals.cases import AnyCase, ExplanationCase, ReactionCase, TaggingCase
-from evals.execute import evaluate
-from evals.pipeline import Task, unsampled
+from evals.corpus.cases import AnyCase, ExplanationCase, ReactionCase, TaggingCase
+from evals.engine.execute import evaluate
+from evals.engine.pipeline import Task, unsampled
 from evals.reaction_eval import UNREASONED
 
 __all__ = ["Baseline", "Candidate", "baselines", "best_constant", "candidates", "majority_verdict", "stub", "trivial"]

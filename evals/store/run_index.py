@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evals.records import Manifest, write_atomic
+from evals.store.records import Manifest, write_atomic
 
 __all__ = ["SETTLE_NS", "Clock", "Entry", "Summary", "load", "save", "stamp"]
 

@@ -7,9 +7,9 @@ import time
 from typing import Any
 
 from attest.text import printable
-from evals.execute import Prompts
-from evals.pipeline import AnswerCache
-from evals.records import DirStore, Manifest, RunError
+from evals.engine.execute import Prompts
+from evals.engine.pipeline import AnswerCache
+from evals.store.records import DirStore, Manifest, RunError
 
 __all__ = ["show_run"]
 

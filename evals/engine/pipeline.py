@@ -27,10 +27,10 @@ from pydantic import BaseModel
 from attest.answers import schema_of
 from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
-from evals.bounded import run_bounded
-from evals.cache import Entry, Identity, request_key, request_seed
-from evals.cases import AnyCase
-from evals.corpus import read_cases, split_sha256
+from evals.corpus.cases import AnyCase
+from evals.corpus.read import read_cases, split_sha256
+from evals.engine.bounded import run_bounded
+from evals.store.cache import Entry, Identity, request_key, request_seed
 
 __all__ = [
     "AnswerCache",

@@ -118,7 +118,7 @@ class Report(_Record):
     summary: dict[str, Any]
     generate: dict[str, Any] = Field(default_factory=dict)
     results: list[dict[str, Any]]
-    # the interval, families, baselines and detectable difference (evals/uncertainty.py); the run scripts fill it
+    # the interval, families, baselines and detectable difference (analysis/uncertainty.py); the run scripts fill it
     uncertainty: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -17,10 +17,9 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from evals import provenance
-from evals.cache import Identity
-from evals.cases import AnyCase
-from evals.pipeline import (
+from evals.corpus.cases import AnyCase
+from evals.engine import provenance
+from evals.engine.pipeline import (
     CachedChat,
     CaseResult,
     EvalResult,
@@ -35,7 +34,8 @@ from evals.pipeline import (
     plan,
     score_planned,
 )
-from evals.records import Manifest, MemoryStore, Provenance, Report, RunStore, SampleRef, new_run_id
+from evals.store.cache import Identity
+from evals.store.records import Manifest, MemoryStore, Provenance, Report, RunStore, SampleRef, new_run_id
 
 __all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 

@@ -3,7 +3,7 @@ and a trivial baseline's scores on the same cases, the smallest difference this 
 can detect, flaky cases under repeats, the task's metrics, the worst cases, cache use,
 and where to look next (`runs show`).
 
-`annotate` computes the uncertainty block (evals/uncertainty.py, evals/baselines.py)
+`annotate` computes the uncertainty block (evals/analysis/uncertainty.py, evals/analysis/baselines.py)
 into the run's `Report`; `print_report` prints the table from that record, so the
 table, `--json` and report.json carry the same figures.
 
@@ -12,7 +12,7 @@ small machine), so `annotate` first looks for it in the latest reports of the sa
 task: a block is reused only when everything it is computed from is the same (the
 cases with their labels and families, every sample's score and verdict, the rendered
 prompts, the scorer, the repeat count, and the source of the code that computes it);
-`inputs_sha256` in the block is that key. evals/uncertainty.py (and so scipy) is
+`inputs_sha256` in the block is that key. evals/analysis/uncertainty.py (and so scipy) is
 imported only when the block must be computed.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 
 import attest.backends.stub
 from attest.text import printable
-from evals import baselines
-from evals.execute import RunOutcome
-from evals.records import RunError, RunStore
+from evals.analysis import baselines
+from evals.engine.execute import RunOutcome
+from evals.store.records import RunError, RunStore
 
 __all__ = ["annotate", "inputs_sha256", "print_report"]
 
@@ -38,9 +38,7 @@ FLAKY_SHOWN = 10
 REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
 _CODE = [
     Path(__file__),
-    Path(__file__).with_name("uncertainty.py"),
-    Path(__file__).with_name("baselines.py"),
-    Path(__file__).with_name("stats.py"),
+    *(Path(__file__).parent.parent / "analysis" / name for name in ("uncertainty.py", "baselines.py", "stats.py")),
     Path(attest.backends.stub.__file__),
 ]
 
@@ -61,7 +59,7 @@ def annotate(outcome: RunOutcome, store: RunStore | None = None) -> RunOutcome:
 
 
 def _compute(outcome: RunOutcome) -> dict[str, Any]:
-    from evals import uncertainty  # deferred: it imports scipy, which a reused block does not need
+    from evals.analysis import uncertainty  # deferred: it imports scipy, which a reused block does not need
 
     spec = outcome.spec
     assert spec is not None

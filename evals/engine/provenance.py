@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from attest import __version__, answers
-from evals.cache import canonical_json
+from evals.store.cache import canonical_json
 
 __all__ = [
     "PROJECT_ROOT",
@@ -28,10 +28,11 @@ __all__ = [
     "version",
 ]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What every scorer runs besides its own module: the shared helpers and the answer parser.
 _SHARED_SCORING = (
-    *(Path(__file__).with_name(name) for name in ("scoring.py", "words.py")),
+    Path(__file__).with_name("scoring.py"),
+    Path(__file__).parent.parent / "corpus" / "words.py",
     Path(str(answers.__file__)),
 )
 

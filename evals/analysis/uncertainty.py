@@ -5,11 +5,11 @@ scored on the same cases (with the paired difference model - baseline), the smal
 paired difference a comparison on this split could detect, reaction's precision and
 recall with their intervals, and, with repeats, the flaky cases and the split of the
 variance within and between cases. Everything is plain JSON (`Report.uncertainty`),
-printed by evals/report.py.
+printed by evals/render/report.py.
 
 The case is the unit (Miller 2024, arXiv:2411.00640): a case's samples are averaged
 before anything else, so n is the number of cases, never of samples. Intervals come
-from evals/stats.py: Wilson when every per-case score is 0 or 1, else a seeded BCa
+from evals/analysis/stats.py: Wilson when every per-case score is 0 or 1, else a seeded BCa
 bootstrap; figures are formatted to the precision the interval supports.
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from evals import stats
-from evals.baselines import Baseline
-from evals.cases import AnyCase, ReactionCase
-from evals.pipeline import CaseResult
+from evals.analysis import stats
+from evals.analysis.baselines import Baseline
+from evals.corpus.cases import AnyCase, ReactionCase
+from evals.engine.pipeline import CaseResult
 
 __all__ = ["ASSUMES", "block", "detectable", "estimate_json", "family_rows", "repeats", "samples_by_case", "verdicts"]
 

@@ -21,11 +21,11 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
-from evals.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
-from evals.execute import RunOutcome, RunSpec, execute
-from evals.pipeline import CachedChat, Task, load_cases, stderr_progress
-from evals.records import DirStore
-from evals.report import annotate, print_report
+from evals.engine.execute import RunOutcome, RunSpec, execute
+from evals.engine.pipeline import CachedChat, Task, load_cases, stderr_progress
+from evals.render.report import annotate, print_report
+from evals.store.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
+from evals.store.records import DirStore
 
 __all__ = ["BackendFactory", "main"]
 

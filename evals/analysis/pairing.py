@@ -1,4 +1,4 @@
-"""Two recorded runs made ready for `evals.comparison`: checked, paired, decided and re-checked.
+"""Two recorded runs made ready for `evals.analysis.comparison`: checked, paired, decided and re-checked.
 
 `load_run` reads a complete run (manifest and report); `pair` refuses runs of different
 tasks, different splits (unless allowed) and shared cases whose inputs or label changed
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals import provenance
-from evals.comparison import Comparison, ComparisonError, RunScores, compare
-from evals.records import Decision, Manifest, Report, RunStore
+from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
+from evals.engine import provenance
+from evals.store.records import Decision, Manifest, Report, RunStore
 
 __all__ = ["UNKNOWN", "Run", "decide", "load_run", "pair", "recheck", "recheck_line", "scores_of"]
 

@@ -2,7 +2,7 @@
 
 Every line names the file, the case and the field, and says what to do. The
 command line, the fixture checks and the table are in evals/corpus_check.py; the
-growth targets (sizes, coverage) in evals/corpus_targets.py.
+growth targets (sizes, coverage) in evals/corpus/targets.py.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from attest.features import TAGS
-from evals.cases import SPLITS, AnyCase, ExplanationCase, ReactionCase, TaggingCase
-from evals.words import mentions
+from evals.corpus.cases import SPLITS, AnyCase, ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.words import mentions
 
 __all__ = ["explanation_rules", "in_split", "reaction_rules", "tagging_rules"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attest.features import TAGS
-from evals.cases import (
+from evals.corpus.cases import (
     EXPLANATION_FAMILIES,
     REACTION_FAMILIES,
     TAGGING_FAMILIES,

@@ -1,11 +1,11 @@
-"""Small pure helpers the three scorers share; word matching lives in evals/words.py."""
+"""Small pure helpers the three scorers share; word matching lives in evals/corpus/words.py."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
 from attest.answers import ModelOutputError, parse_answer
-from evals.words import content_words
+from evals.corpus.words import content_words
 
 __all__ = ["names_item", "parse_or_error"]
 

@@ -1,0 +1,19 @@
+"""Option types the harness's command lines share (the app's own are in attest.options)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+__all__ = ["margin_type"]
+
+
+def margin_type(text: str) -> float:
+    """An argparse type: a margin fixed before looking, a gain in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and 0.0 <= value < 1.0):
+        raise argparse.ArgumentTypeError(f"{text!r}: the margin is a gain in [0, 1) fixed before looking")
+    return value
