@@ -88,8 +88,8 @@ def report(run_id: str = RUN) -> Report:
 
 def decision() -> Decision:
     return Decision(
-        baseline_run=RUN,
-        candidate_run="20260101T000001-tagging-0a1b2c3e",
+        baseline_run="20260101T000001-tagging-0a1b2c3e",
+        candidate_run=RUN,  # recorded beside the candidate run
         margin=0.01,
         verdict="inconclusive",
         mean_difference=0.02,

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attest.errors import AttestError
+from attest.files import read_text_bounded
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
+from evals.corpus.read import MAX_CORPUS_BYTES
 from evals.engine import provenance
 from evals.store.records import Decision, Manifest, Report, RunStore
 
@@ -97,8 +100,8 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
 def _families(path: Path) -> dict[str, str]:
     """case id -> family from a corpus file; {} when it cannot be read (families are for display only)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text_bounded(path, MAX_CORPUS_BYTES))
+    except (AttestError, ValueError):  # the path is a record's: a FIFO or /dev/zero is refused, not read
         return {}
     if not isinstance(data, list):
         return {}

@@ -18,12 +18,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from attest.errors import AttestError
+from attest.files import FileReadError, read_bounded
 
-__all__ = ["CorpusError", "read_cases", "split_sha256"]
+__all__ = ["MAX_CORPUS_BYTES", "CorpusError", "read_cases", "split_sha256"]
 
 C = TypeVar("C", bound=BaseModel)
 
-_MAX_BYTES = 5 * 1024 * 1024
+MAX_CORPUS_BYTES = _MAX_BYTES = 5 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 _USABLE_ID = re.compile(r"[\x21-\x7e]{1,80}")
 _JSON_TYPES: tuple[tuple[type, str], ...] = (
@@ -83,26 +84,9 @@ def _file_error(path: Path, what: str, todo: str) -> CorpusError:
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        if not path.exists():
-            raise _file_error(path, "no such file", "check the path or create the file")
-        if not path.is_file():
-            raise _file_error(path, "not a regular file", "point at the corpus JSON file")
-        size = path.stat().st_size
-        if size > _MAX_BYTES:
-            raise _too_big(path, size)
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
-    except OSError as exc:
-        what = f"cannot read ({exc.strerror})"
-        raise _file_error(path, what, "check the file and its permissions") from None
-    if len(data) > _MAX_BYTES:
-        raise _too_big(path, len(data))
-    return data
-
-
-def _too_big(path: Path, size: int) -> CorpusError:
-    what = f"file is {size} bytes, over the {_MAX_BYTES}-byte (5 MB) cap"
-    return _file_error(path, what, "a corpus is hand-written; check this is the right file")
+        return read_bounded(path, _MAX_BYTES, todo="point at the corpus JSON file (a corpus is hand-written, under 5 MB)")
+    except FileReadError as exc:
+        raise CorpusError([str(exc)]) from None
 
 
 def _parse(path: Path, data: bytes) -> list[Any]:

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from attest import __version__, answers
+from attest.errors import AttestError
+from attest.features import MAX_TAG_PROMPT_BYTES
+from attest.files import read_bounded
 from evals.store.cache import canonical_json
 
 __all__ = [
@@ -89,8 +92,8 @@ def tag_prompt_ref(environ: Mapping[str, str] = os.environ) -> tuple[str | None,
         return None, None
     path = os.path.abspath(given)
     try:
-        return path, hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
+        return path, hashlib.sha256(read_bounded(path, MAX_TAG_PROMPT_BYTES)).hexdigest()
+    except AttestError:
         return path, None  # the renderer reports the unreadable file; this only records it
 
 

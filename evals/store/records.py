@@ -24,11 +24,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from attest.errors import AttestError
+from attest.files import MiB, FileReadError, open_regular, read_bounded
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -49,6 +50,15 @@ __all__ = [
 SCHEMA_VERSION = 1
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 M = TypeVar("M", bound=BaseModel)
+# Records are untrusted (a copied, planted or hand-edited run): each is size-capped before it is
+# parsed, and every field has a type and a range, so a record that loads is one the commands can use.
+RECORD_BYTES = {"manifest": 32 * MiB, "report": 128 * MiB, "rescore": 128 * MiB, "prompts": 16 * MiB}
+_OTHER_RECORD_BYTES = 1 * MiB  # decision.json, progress.json
+_Time = Annotated[float, Field(ge=0.0, le=1e11)]  # seconds since the epoch, before the year 5000
+_Count = Annotated[int, Field(ge=0, le=10**9)]
+_Name = Annotated[str, Field(max_length=1000)]
+_Sha = Annotated[str, Field(max_length=128)]
+_RunId = Annotated[str, Field(pattern=_RUN_ID.pattern)]
 
 
 class RunError(AttestError):
@@ -56,70 +66,89 @@ class RunError(AttestError):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class SampleRef(_Record):
-    case: str
-    sample: int
-    key: str
+    case: _Name
+    sample: _Count
+    key: _Sha
+
+
+class ResultRow(_Record):
+    """One entry of a report's `results` (pipeline.CaseResult as JSON); reports keep them as dicts."""
+
+    id: _Name
+    sample: _Count
+    score: float = Field(ge=0.0, le=1.0)
+    errors: list[str] = Field(default_factory=list)
+    latency_s: float = Field(default=0.0, ge=0.0)
+    details: dict[str, Any] = Field(default_factory=dict)
 
 
 class Provenance(_Record):
     """Enough to reproduce a run and to tell two runs apart."""
 
-    prompt_fingerprint: str  # sha256 of every rendered request, in plan order
-    system_prompts: list[str]  # sha256 of each distinct system prompt; texts in prompts.json
+    prompt_fingerprint: _Sha  # sha256 of every rendered request, in plan order
+    system_prompts: list[_Sha]  # sha256 of each distinct system prompt; texts in prompts.json
     tag_prompt_path: str | None = None  # ATTEST_TAG_PROMPT, when set
-    tag_prompt_sha256: str | None = None
-    scorer_fingerprint: str  # sha256 of the task's scorer source
-    git_commit: str | None = None  # absent outside a git checkout
+    tag_prompt_sha256: _Sha | None = None
+    scorer_fingerprint: _Sha  # sha256 of the task's scorer source
+    git_commit: _Sha | None = None  # absent outside a git checkout
     git_dirty: bool | None = None
-    attest_version: str
+    attest_version: _Name
     corpus: str  # relative to the project root when inside it
-    corpus_sha256: dict[str, str]  # per split
+    corpus_sha256: dict[_Name, _Sha]  # per split
 
 
 class Manifest(_Record):
     schema_version: Literal[1] = 1
-    run_id: str
-    task: str
-    created: float
+    run_id: _RunId
+    task: _Name
+    created: _Time
     status: Literal["generating", "complete", "failed"]
-    backend: str
-    model: str
-    digest: str
-    digest_note: str = ""
+    backend: _Name
+    model: _Name
+    digest: _Name
+    digest_note: _Name = ""
     options: dict[str, Any]
-    split: str
-    repeat: int = Field(ge=1)
+    split: _Name
+    repeat: int = Field(ge=1, le=10**6)
     provenance: Provenance
     samples: list[SampleRef]
-    case_sha256: dict[str, str] = Field(default_factory=dict)  # inputs and label of each case, for pairing runs
-    generate_seconds: float | None = None
-    label: str = ""  # free text: "baseline", "candidate", ...
+    case_sha256: dict[_Name, _Sha] = Field(default_factory=dict)  # inputs and label of each case, for pairing runs
+    generate_seconds: float | None = Field(default=None, ge=0.0)
+    label: _Name = ""  # free text: "baseline", "candidate", ...
 
 
 class Report(_Record):
     schema_version: Literal[1] = 1
-    run_id: str
-    task: str
-    backend: str
-    model: str
-    digest: str
-    split: str
-    repeat: int
-    scored_at: float
-    scorer_fingerprint: str
-    corpus_sha256: dict[str, str]
-    overall: float
-    n: int
-    median_latency: float | None
+    run_id: _RunId
+    task: _Name
+    backend: _Name
+    model: _Name
+    digest: _Name
+    split: _Name
+    repeat: int = Field(ge=1, le=10**6)
+    scored_at: _Time
+    scorer_fingerprint: _Sha
+    corpus_sha256: dict[_Name, _Sha]
+    overall: float = Field(ge=0.0, le=1.0)
+    n: _Count
+    median_latency: float | None = Field(ge=0.0)
     summary: dict[str, Any]
     generate: dict[str, Any] = Field(default_factory=dict)
     results: list[dict[str, Any]]
     # the interval, families, baselines and detectable difference (analysis/uncertainty.py); the run scripts fill it
     uncertainty: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("results")
+    @classmethod
+    def _rows_typed(cls, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each row checked as a ResultRow (types and ranges), kept as the dict the renderers read."""
+        for row in rows:
+            ResultRow.model_validate(row)
+        return rows
 
 
 class ReportHead(BaseModel):
@@ -130,23 +159,23 @@ class ReportHead(BaseModel):
     kind: ClassVar[str] = "report"
 
     schema_version: Literal[1]
-    run_id: str
-    overall: float
+    run_id: _RunId
+    overall: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class Decision(_Record):
     """The optimiser's gate, recorded beside the candidate run so rescore can re-check it."""
 
     schema_version: Literal[1] = 1
-    baseline_run: str
-    candidate_run: str
-    margin: float
+    baseline_run: _RunId
+    candidate_run: _RunId
+    margin: float = Field(ge=0.0, lt=1.0)
     verdict: Literal["ship", "regress", "inconclusive"]
-    mean_difference: float
+    mean_difference: float = Field(ge=-1.0, le=1.0)
     interval: tuple[float, float]
-    p_value: float
-    n: int
-    decided_at: float
+    p_value: float = Field(ge=0.0, le=1.0)
+    n: _Count
+    decided_at: _Time
 
 
 def new_run_id(task: str) -> str:
@@ -175,22 +204,32 @@ def write_atomic(path: Path, text: str, *, make_parent: bool = True) -> None:
         raise
 
 
-def _read(path: Path, model: type[M]) -> M:
+def _read(path: Path, model: type[M], limit: int = _OTHER_RECORD_BYTES) -> M:
+    todo = "remove the run with `runs prune --incomplete --yes`"
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise RunError(f"{path}: not UTF-8 text (byte {exc.start}): remove the run with `runs prune`") from None
+        data = read_bounded(path, limit, todo=todo)
+    except FileReadError as exc:
+        raise RunError(str(exc)) from None
     try:
-        return model.model_validate_json(text)
+        return model.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise RunError(
             f"{path}: not a valid {getattr(model, 'kind', model.__name__.lower())} (field {where}: {first['msg']}); "
-            "it was edited by hand or written by another version: remove the run with `runs prune`"
+            f"it was edited by hand or written by another version: {todo}"
         ) from None
+
+
+def _check_owner(run_id: str, name: str, record: BaseModel) -> None:
+    """A record names the run it belongs to: a run directory copied under another name is refused,
+    so it can never stand for (or overwrite the records of) the run whose id it holds."""
+    recorded = getattr(record, "candidate_run" if isinstance(record, Decision) else "run_id", run_id)
+    if recorded != run_id:
+        raise RunError(
+            f"run {run_id!r}: its {name}.json records run id {recorded!r}: the directory was copied or renamed; "
+            "remove it with `runs prune --incomplete --yes`"
+        )
 
 
 class RunStore:
@@ -285,12 +324,14 @@ class DirStore(RunStore):
 
     def load(self, run_id: str, name: str, model: type[M]) -> M:
         path = self.run_dir(run_id) / f"{name}.json"
-        if not path.is_file():
+        if not path.exists():
             raise RunError(f"no run {run_id!r} in {self.root} (no {name}.json): list them with `runs list`")
-        return _read(path, model)
+        record = _read(path, model, RECORD_BYTES.get(name, _OTHER_RECORD_BYTES))
+        _check_owner(run_id, name, record)
+        return record
 
     def exists(self, run_id: str, name: str) -> bool:
-        return (self.run_dir(run_id) / f"{name}.json").is_file()
+        return (self.run_dir(run_id) / f"{name}.json").exists()  # a FIFO or directory there: `load` refuses it
 
     @contextlib.contextmanager
     def writing(self, run_id: str) -> Iterator[None]:
@@ -307,10 +348,7 @@ class DirStore(RunStore):
         """Take the run's lock without waiting: True while this process holds it (and may remove the
         run), False when another process is writing it."""
         lock = self.run_dir(run_id) / ".lock"
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        except OSError as exc:
-            raise RunError(f"cannot lock {lock} ({exc.strerror or exc})") from None
+        fd = _open_lock(lock)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -328,10 +366,14 @@ class DirStore(RunStore):
         lock = run_dir / ".lock"
         for _ in range(100):
             run_dir.mkdir(parents=True, exist_ok=True)
+            if not run_dir.is_dir():
+                continue  # the directory went after mkdir
             try:
-                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-            except FileNotFoundError:
-                continue  # the directory went between mkdir and open
+                fd = _open_lock(lock)
+            except RunError:
+                if not run_dir.is_dir():
+                    continue  # the directory went between mkdir and open
+                raise
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 if os.stat(lock, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
@@ -344,10 +386,9 @@ class DirStore(RunStore):
     def busy(self, run_id: str) -> bool:
         """Whether another process holds the run's lock (is writing it now)."""
         lock = self.run_dir(run_id) / ".lock"
-        try:
-            fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
+        if not lock.exists():
             return False
+        fd = _open_lock(lock)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -355,3 +396,12 @@ class DirStore(RunStore):
         finally:
             os.close(fd)
         return False
+
+
+def _open_lock(lock: Path) -> int:
+    """An fd on a run's `.lock`, created if missing; a FIFO, device or symlink planted there is refused
+    in one line instead of hanging the open."""
+    try:
+        return open_regular(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600, todo="remove that file")
+    except FileReadError as exc:
+        raise RunError(f"cannot lock the run: {exc}") from None

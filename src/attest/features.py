@@ -19,11 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from attest.backends.types import ChatJSON, Message
 from attest.chat import ask
 from attest.errors import AttestError
+from attest.files import FileReadError, read_text_bounded
 from attest.render import item_block
 from attest.vocab import TAG_GLOSSES, TAGS, Tag
 
 __all__ = [
     "DEFAULT_TAG_INSTRUCTIONS",
+    "MAX_TAG_PROMPT_BYTES",
     "TAGS",
     "TAG_GLOSSES",
     "ItemTags",
@@ -88,6 +90,8 @@ class PromptArtifactError(AttestError):
     """The file named by ATTEST_TAG_PROMPT cannot be used."""
 
 
+MAX_TAG_PROMPT_BYTES = 4 << 20  # instructions and a few demonstrations: kilobytes
+_PROMPT_TODO = "point it at a prompt JSON file or unset ATTEST_TAG_PROMPT to use the default prompt"
 DEFAULT_TAG_PROMPT = TagPrompt(instructions=DEFAULT_TAG_INSTRUCTIONS)
 _loaded: dict[tuple[str, int, int], TagPrompt] = {}
 
@@ -98,8 +102,11 @@ def load_tag_prompt(path: Path) -> TagPrompt:
         stat = path.stat()
         key = (str(path), stat.st_size, stat.st_mtime_ns)
         if key not in _loaded:
-            _loaded[key] = TagPrompt.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            text = read_text_bounded(path, MAX_TAG_PROMPT_BYTES, todo=_PROMPT_TODO)
+            _loaded[key] = TagPrompt.model_validate(json.loads(text))
         return _loaded[key]
+    except FileReadError as exc:
+        raise PromptArtifactError(f"ATTEST_TAG_PROMPT={exc}") from None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
     except (ValueError, ValidationError) as exc:

@@ -17,10 +17,15 @@ from typing import Annotated, TextIO
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from attest.errors import AttestError
+from attest.files import MiB, FileReadError, read_text_bounded
 
 __all__ = ["InputFileError", "Item", "Reader", "check_reader", "item_from_args", "read_items"]
 
 NonBlank = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+
+
+_MAX_FILE_BYTES = 64 * MiB  # a file of items to tag: far more than anyone pastes
+_TODO = "give a UTF-8 JSON-lines file, or - for stdin"
 
 
 class InputFileError(AttestError):
@@ -79,11 +84,17 @@ def read_items(path: str, stdin: TextIO | None = None) -> list[Item]:
 
 
 def _read_lines(path: str, stdin: TextIO) -> list[str]:
+    if path != "-":
+        try:
+            return read_text_bounded(path, _MAX_FILE_BYTES, todo=_TODO).splitlines()
+        except FileReadError as exc:
+            raise InputFileError(str(exc)) from None
     try:
-        text = stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        text = stdin.read(_MAX_FILE_BYTES + 1)
     except (OSError, UnicodeDecodeError) as exc:
-        where = "<stdin>" if path == "-" else path
-        raise InputFileError(f"{where}: cannot read it ({exc}); give a UTF-8 JSON-lines file") from None
+        raise InputFileError(f"<stdin>: cannot read it ({exc}); {_TODO}") from None
+    if len(text) > _MAX_FILE_BYTES:
+        raise InputFileError(f"<stdin>: over {_MAX_FILE_BYTES} characters; split the items into smaller files")
     return text.splitlines()
 
 
