@@ -46,11 +46,15 @@ class Rescored:
     changes: list[str]  # what differs from when the run was made: labels, scorer
 
 
-def find_runs(store: DirStore, *, run_id: str | None = None, every: bool = False) -> list[Manifest]:
-    """The runs to re-score: one named run, all complete runs, or the latest complete run per task."""
+def find_runs(
+    store: DirStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
+) -> list[Manifest]:
+    """The runs to re-score: one named run, all complete runs, or the latest complete run per task.
+
+    An unreadable run is left out, with one line saying why added to `skipped` when given."""
     if run_id is not None:
         return [store.manifest(run_id)]
-    complete = [m for m in _manifests(store) if m.status == "complete" and m.task in TASKS]
+    complete = [m for m in _manifests(store, skipped) if m.status == "complete" and m.task in TASKS]
     if every:
         return complete
     complete.sort(key=lambda m: (m.created, m.run_id))  # ids share a second's resolution: order by creation
@@ -58,14 +62,19 @@ def find_runs(store: DirStore, *, run_id: str | None = None, every: bool = False
     return list(latest.values())
 
 
-def _manifests(store: DirStore) -> list[Manifest]:
+def _manifests(store: DirStore, skipped: list[str] | None) -> list[Manifest]:
     found = []
     for run_id in store.run_ids():
         try:
             found.append(store.manifest(run_id))
-        except RunError:
-            continue  # not a run of this version: `runs list` shows it as unreadable
+        except RunError as exc:  # `runs list` shows it as unreadable; `runs prune --incomplete` removes it
+            if skipped is not None:
+                skipped.append(_skip_line(run_id, exc))
     return found
+
+
+def _skip_line(run_id: str, exc: AttestError) -> str:
+    return f"rescore: skipped {run_id}: {exc}"
 
 
 def rescore_run(manifest: Manifest, cache: ResponseCache, corpus: Path | None = None) -> Rescored:
@@ -131,7 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _rescore(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = DirStore(cache_dir / "runs")
-    manifests = find_runs(store, run_id=args.run, every=args.all)
+    skipped: list[str] = []
+    manifests = find_runs(store, run_id=args.run, every=args.all, skipped=skipped)
+    for line in skipped:
+        print(printable(line), file=sys.stderr)
     if not manifests:
         raise AttestError(f"no complete runs in {store.root}: run an eval first (nox -s eval-reaction)")
     cache = ResponseCache(cache_dir)
@@ -146,8 +158,15 @@ def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCac
     rows = []
     rescored: dict[str, Rescored] = {}
     for manifest in manifests:
-        done = rescored[manifest.run_id] = rescore_run(manifest, cache, args.corpus)
-        old = store.report(manifest.run_id)
+        try:
+            done = rescore_run(manifest, cache, args.corpus)
+            old = store.report(manifest.run_id)
+        except AttestError as exc:
+            if args.run is not None:
+                raise  # the one run asked for: its error is the answer
+            print(printable(_skip_line(manifest.run_id, exc)), file=sys.stderr)
+            continue  # one bad run does not stop the others
+        rescored[manifest.run_id] = done
         store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
         rows.append(_row(done, old.overall if old else None))
     decisions = recheck_decisions(store, cache, rescored, args.corpus)

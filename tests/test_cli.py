@@ -111,7 +111,7 @@ def test_unreadable_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code, _, err = _run(capsys, "tag", "--backend", "stub", "--file", str(path))
     assert code == 1
     assert err.startswith(f"attest: error: {path}: cannot read it (")
-    assert err.endswith("give a UTF-8 JSON-lines file\n")
+    assert err.endswith("give a UTF-8 JSON-lines file, or - for stdin\n")
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.store import run_index
-from evals.store.records import DirStore, ReportHead, RunError
+from evals.store.records import DirStore, RunError
 from evals.store.run_index import Summary
 
 __all__ = ["RunRow", "list_runs", "resolve_ref"]
@@ -52,8 +52,8 @@ def list_runs(store: DirStore, task: str | None = None, *, clock: run_index.Cloc
 
 
 def _summary(store: DirStore, run_id: str) -> Summary:
-    manifest = store.manifest(run_id)
-    scored = store.load(run_id, "report", ReportHead) if store.exists(run_id, "report") else None
+    manifest = store.manifest(run_id)  # every record checked in full: a run that lists as readable is usable
+    scored = store.report(run_id)
     return Summary.of(manifest, scored.overall if scored else None)
 
 
