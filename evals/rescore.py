@@ -7,8 +7,10 @@ sample missing from the cache is an error, never a model request.
 
 It checks what it re-scores: when the corpus it reads differs from the one the run
 recorded, or the scorer's source changed since the run's report, it says so in one
-line per run and reports with the labels it used. Exit status: 0 when every run was
-re-scored (changes are reported, not errors), 1 on an error, 2 on a usage error.
+line per run and reports with the labels it used. A run that cannot be re-scored (its
+records unreadable, its cases gone from the corpus, its samples gone from the cache) is
+skipped with one line and the others are re-scored. Exit status: 0 when every run was
+re-scored (changes are reported, not errors), 1 on an error or a skipped run, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCac
     start = time.perf_counter()
     rows = []
     rescored: dict[str, Rescored] = {}
+    failed = 0
     for manifest in manifests:
         try:
             done = rescore_run(manifest, cache, args.corpus)
@@ -165,7 +168,8 @@ def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCac
             if args.run is not None:
                 raise  # the one run asked for: its error is the answer
             print(printable(_skip_line(manifest.run_id, exc)), file=sys.stderr)
-            continue  # one bad run does not stop the others
+            failed += 1
+            continue  # one bad run does not stop the others: they are re-scored, and the exit status is 1
         rescored[manifest.run_id] = done
         store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
         rows.append(_row(done, old.overall if old else None))
@@ -179,7 +183,7 @@ def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCac
             print(printable(found["line"]))
     for warning in cache.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
 
 
 def recheck_decisions(

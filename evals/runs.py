@@ -39,32 +39,53 @@ def _age(created: float) -> str:
     return f"{seconds:.0f}s"
 
 
+_COLUMNS = ("task", "status", "backend", "model", "split")
+
+
 def _list(store: DirStore, args: argparse.Namespace) -> int:
-    rows = list_runs(store, args.task)
+    rows = list_runs(store, _known_task(store, args.task))
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=1))
         return 0
-    print(
-        f"{'run':<38} {'task':<12} {'status':<10} {'backend':<8} {'model':<20} {'split':<5} "
-        f"{'n':>4} {'prompt':<12} {'score':>6} {'age':>5}"
-    )
+    shown = [{k: printable(str(v)) for k, v in r.to_json().items()} for r in rows if r.summary is not None]
+    # columns as wide as their widest value: a model name is never cut (a hand-edited one is capped on read)
+    width = {c: max([len(c), *(len(t[c]) for t in shown)]) for c in _COLUMNS}
+    head = " ".join(f"{c:<{width[c]}}" for c in _COLUMNS)
+    print(f"{'run':<38} {head} {'n':>4} {'prompt':<12} {'score':>6} {'age':>5}")
     for row in rows:
-        d = row.to_json()
         if row.summary is None:
-            print(f"{row.run_id:<38} {'?':<12} unreadable: {printable(row.problem)}")
+            print(f"{row.run_id:<38} unreadable: {printable(row.problem)}")
             continue
-        score = "-" if d["score"] is None else f"{d['score']:.3f}"
+        d = row.to_json()
         t = {k: printable(str(v)) for k, v in d.items()}  # a hand-edited manifest may hold terminal escapes
-        print(
-            f"{row.run_id:<38} {t['task']:<12} {t['status']:<10} {t['backend']:<8} {t['model'][:20]:<20} "
-            f"{t['split']:<5} {d['n']:>4} {t['prompt'][:12]:<12} {score:>6} {_age(d['created']):>5}"
-        )
+        score = "-" if d["score"] is None else f"{d['score']:.3f}"
+        cells = " ".join(f"{t[c]:<{width[c]}}" for c in _COLUMNS)
+        print(f"{row.run_id:<38} {cells} {d['n']:>4} {t['prompt'][:12]:<12} {score:>6} {_age(d['created']):>5}")
     return 0
+
+
+def _task_names() -> list[str]:
+    """The tasks there are (one call, to become the task registry's)."""
+    from evals import explanation_eval, reaction_eval, tagging_eval
+
+    return sorted(t.TASK.name for t in (explanation_eval, reaction_eval, tagging_eval))
+
+
+def _known_task(store: DirStore, task: str | None) -> str | None:
+    """`task` when it names a task; an unknown one is an error naming the known ones, not an empty table."""
+    if task is None:
+        return None
+    names = _task_names()
+    if task not in names:
+        raise AttestError(f"unknown task {task!r} in {store.root}: the tasks are {', '.join(names)}")
+    return task
 
 
 def _show(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
     from evals.render.show import show_run
 
+    if "@" in args.run:
+        _known_task(store, args.run.partition("@")[0])
     run_id = resolve_ref(store, args.run)
     cache = ResponseCache(cache_dir)
     try:
@@ -182,6 +203,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
+    if not cache_dir.is_dir():
+        raise AttestError(
+            f"no cache directory {cache_dir}: run an eval first (nox -s eval-reaction), "
+            "or give the cache with --cache-dir or ATTEST_CACHE_DIR"
+        )
     store = DirStore(cache_dir / "runs")
     if args.command == "list":
         return _list(store, args)

@@ -35,7 +35,16 @@ from evals.engine.pipeline import (
     score_planned,
 )
 from evals.store.cache import Identity
-from evals.store.records import Manifest, MemoryStore, Provenance, Report, RunStore, SampleRef, new_run_id
+from evals.store.records import (
+    Manifest,
+    MemoryStore,
+    Provenance,
+    Report,
+    RunProgress,
+    RunStore,
+    SampleRef,
+    new_run_id,
+)
 
 __all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 
@@ -95,17 +104,34 @@ def execute(
     with store.writing(run_id):
         store.save(run_id, "manifest", manifest)
         store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
+        recorded = _recording_progress(store, run_id, progress)
         try:
-            stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=progress)
+            stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=recorded)
         except Exception:
             store.save(run_id, "manifest", manifest.model_copy(update={"status": "failed"}))
             raise
         manifest = manifest.model_copy(update={"status": "complete", "generate_seconds": stats.seconds})
-        store.save(run_id, "manifest", manifest)
         result = score_planned(spec.task, ((p.case, p.sample, p.key) for p in planned), chat.cache)
         report = report_of(manifest, result, stats)
-        store.save(run_id, "report", report)
+        store.save(run_id, "report", report)  # before `complete`: a complete run always has its report
+        store.save(run_id, "manifest", manifest)
     return RunOutcome(run_id, manifest, stats, result, report, spec)
+
+
+def _recording_progress(store: RunStore, run_id: str, shown: Progress | None, every: float = 1.0) -> Progress:
+    """`shown`, plus progress.json rewritten at most every `every` seconds (and at the end), so another
+    process listing the runs sees k/n of this one while it generates."""
+    last = [-every]
+
+    def record(stats: GenerateStats) -> None:
+        if shown is not None:
+            shown(stats)
+        done, now = stats.hits + stats.misses, time.monotonic()
+        if now - last[0] >= every or done == stats.samples:
+            last[0] = now
+            store.save(run_id, "progress", RunProgress(run_id=run_id, done=done, total=stats.samples, updated=time.time()))
+
+    return record
 
 
 def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[Planned], record_git: bool) -> Manifest:

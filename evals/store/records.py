@@ -41,6 +41,7 @@ __all__ = [
     "Report",
     "ReportHead",
     "RunError",
+    "RunProgress",
     "RunStore",
     "SampleRef",
     "new_run_id",
@@ -176,6 +177,17 @@ class Decision(_Record):
     p_value: float = Field(ge=0.0, le=1.0)
     n: _Count
     decided_at: _Time
+
+
+class RunProgress(_Record):
+    """progress.json: how many of a generating run's samples are settled, rewritten by its writer about
+    once a second, so `runs list` shows a live run as k/n (and one whose writer is gone as interrupted)."""
+
+    schema_version: Literal[1] = 1
+    run_id: _RunId
+    done: _Count
+    total: _Count
+    updated: _Time
 
 
 def new_run_id(task: str) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.store import run_index
-from evals.store.records import DirStore, RunError
+from evals.store.records import DirStore, RunError, RunProgress
 from evals.store.run_index import Summary
 
 __all__ = ["RunRow", "list_runs", "resolve_ref"]
@@ -45,10 +45,26 @@ def list_runs(store: DirStore, task: str | None = None, *, clock: run_index.Cloc
         if stamp is not None:
             fresh[run_id] = run_index.Entry(stamp=stamp, summary=summary)
         if task is None or summary.task == task:
-            rows.append(RunRow(run_id, summary))
+            rows.append(RunRow(run_id, _live(store, summary)))
     if fresh != known:
         run_index.save(store.root, fresh)
     return sorted(rows, key=_created, reverse=True)
+
+
+def _live(store: DirStore, summary: Summary) -> Summary:
+    """A `generating` run as it is now: `interrupted` when no process holds its lock (its writer was
+    killed or stopped), else `generating k/n` from the progress its writer records."""
+    if summary.status != "generating":
+        return summary
+    run_id = summary.run_id
+    try:
+        if not store.busy(run_id):
+            return summary.model_copy(update={"status": "interrupted"})
+        done = store.load(run_id, "progress", RunProgress) if store.exists(run_id, "progress") else None
+    except RunError:
+        return summary.model_copy(update={"status": "interrupted"})
+    shown = f"{min(done.done, summary.samples)}/{summary.samples}" if done else f"0/{summary.samples}"
+    return summary.model_copy(update={"status": f"generating {shown}"})
 
 
 def _summary(store: DirStore, run_id: str) -> Summary:
