@@ -84,7 +84,9 @@ def _file_error(path: Path, what: str, todo: str) -> CorpusError:
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        return read_bounded(path, _MAX_BYTES, todo="point at the corpus JSON file (a corpus is hand-written, under 5 MB)")
+        return read_bounded(
+            path, _MAX_BYTES, todo="point at the corpus JSON file (a corpus is hand-written, under 5 MB)"
+        )
     except FileReadError as exc:
         raise CorpusError([str(exc)]) from None
 

@@ -129,7 +129,9 @@ def _recording_progress(store: RunStore, run_id: str, shown: Progress | None, ev
         done, now = stats.hits + stats.misses, time.monotonic()
         if now - last[0] >= every or done == stats.samples:
             last[0] = now
-            store.save(run_id, "progress", RunProgress(run_id=run_id, done=done, total=stats.samples, updated=time.time()))
+            store.save(
+                run_id, "progress", RunProgress(run_id=run_id, done=done, total=stats.samples, updated=time.time())
+            )
 
     return record
 

@@ -29,7 +29,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from attest.errors import AttestError
-from attest.files import MiB, FileReadError, open_regular, read_bounded
+from attest.files import FileReadError, MiB, open_regular, read_bounded
 
 __all__ = [
     "SCHEMA_VERSION",

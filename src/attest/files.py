@@ -17,7 +17,7 @@ from pathlib import Path
 
 from attest.errors import AttestError
 
-__all__ = ["MiB", "FileReadError", "open_regular", "read_bounded", "read_text_bounded"]
+__all__ = ["FileReadError", "MiB", "open_regular", "read_bounded", "read_text_bounded"]
 
 MiB = 1 << 20
 _DEFAULT_LIMIT = 64 * MiB

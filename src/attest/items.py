@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, TextIO
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from attest.errors import AttestError
-from attest.files import MiB, FileReadError, read_text_bounded
+from attest.files import FileReadError, MiB, read_text_bounded
 
 __all__ = ["InputFileError", "Item", "Reader", "check_reader", "item_from_args", "read_items"]
 

@@ -67,7 +67,7 @@ def test_tag_file_dash_still_reads_stdin(capsys: pytest.CaptureFixture[str], mon
 
     monkeypatch.setattr("sys.stdin", io.StringIO('{"title": "Rust 2.0 released", "summary": "A compiler."}\n'))
     assert attest_main(["tag", "--backend", "stub", "--file", "-"]) == 0
-    assert capsys.readouterr().out.startswith("{\"tags\": [")
+    assert capsys.readouterr().out.startswith('{"tags": [')
 
 
 def _manifest_path(cache: Path, run_id: str) -> Path:

@@ -109,13 +109,13 @@ def test_a_run_whose_writer_was_killed_lists_as_interrupted_and_is_pruned(
     ) as writer:
         assert writer.stdout is not None
         assert writer.stdout.readline() == "answering\n"
-        code, out, _ = cli(cache, capsys, "list", "--json")
+        _, out, _ = cli(cache, capsys, "list", "--json")
         (live,) = json.loads(out)
         assert live["status"] == "generating 0/3"
         writer.send_signal(signal.SIGKILL)
         writer.wait(timeout=30)
-    code, out, _ = cli(cache, capsys, "list")
+    _, out, _ = cli(cache, capsys, "list")
     (row,) = [line for line in out.splitlines() if line.startswith(live["run_id"])]
     assert " interrupted " in row
-    code, out, _ = cli(cache, capsys, "prune", "--incomplete")
+    _, out, _ = cli(cache, capsys, "prune", "--incomplete")
     assert f"would remove {live['run_id']}" in out
