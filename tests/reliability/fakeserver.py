@@ -102,6 +102,12 @@ class FakeServer:
         self.retry_after = "1"
         self.trickle_s = 0.2  # the "trickle" fault: one byte of the body per trickle_s
         self.huge_bytes = 5_000_000  # the "huge" fault: a valid answer whose content is this long
+        # Built once, when the fault is set, not per request: building 5 MB of JSON takes the server thread
+        # about 0.13 s, which under load outran a 0.3 s client timeout and made a real (retried) timeout.
+        self.huge_built = 0  # how many times the huge answer was built
+        self.huge_start_s: list[float] = []  # pauses before the next huge answers' headers (one per answer)
+        self.huge_chunk_s = 0.0  # pause between the huge answer's 64 kB chunks (a slow read)
+        self._huge: tuple[int, bytes] | None = None
         self.deep = 100_000  # the "deep" fault: a JSON body nested this deep
         self.models: list[str] | None = ["fake-model"]  # GET /v1/models lists these; None answers 404
         self.model_lists: list[Recorded] = []  # every GET /v1/models
@@ -132,8 +138,19 @@ class FakeServer:
         """From now on answer with `fault`, after `after` more good answers."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}: choose one of {', '.join(FAULTS)}")
+        if fault == "huge":
+            self.huge_payload()
         with self._lock:
             self._fault, self._fault_after = fault, len(self.requests) + after
+
+    def huge_payload(self) -> bytes:
+        """The huge fault's body for `huge_bytes`, built on first use and kept."""
+        if self._huge is None or self._huge[0] != self.huge_bytes:
+            filler = "x" * self.huge_bytes
+            payload = json.dumps(completion(json.dumps({"verdict": True, "confidence": 3, "reasoning": filler})))
+            self._huge = (self.huge_bytes, payload.encode("utf-8"))
+            self.huge_built += 1
+        return self._huge[1]
 
     def heal(self) -> None:
         self.fail("ok")
@@ -308,10 +325,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _huge(self, record: Recorded) -> None:
-        """A valid completion whose content is `huge_bytes` long, sent in 64 kB chunks."""
-        filler = "x" * self.server.fake.huge_bytes
-        payload = json.dumps(completion(json.dumps({"verdict": True, "confidence": 3, "reasoning": filler})))
-        data = payload.encode("utf-8")
+        """A valid completion whose content is `huge_bytes` long, sent in 64 kB chunks (built in advance)."""
+        fake = self.server.fake
+        data = fake.huge_payload()
+        if fake.huge_start_s:
+            time.sleep(fake.huge_start_s.pop(0))
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -319,6 +337,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for i in range(0, len(data), 1 << 16):
                 self.wfile.write(data[i : i + (1 << 16)])
+                if fake.huge_chunk_s:
+                    self.wfile.flush()
+                    time.sleep(fake.huge_chunk_s)
             self.wfile.flush()
         except OSError:
             self.close_connection = True
