@@ -9,13 +9,15 @@ lists every form they could be printed in, for `redact`.
 from __future__ import annotations
 
 import base64
+import ipaddress
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit, urlunsplit
 
 from attest.errors import ConfigError
 
-__all__ = ["REDACTED", "Endpoint", "check_api_key", "redact"]
+__all__ = ["REDACTED", "Endpoint", "check_api_key", "host_problem", "redact"]
 
 REDACTED = "[redacted]"
 _MIN_SECRET = 4  # shorter strings cannot be masked without mangling the message around them
@@ -84,7 +86,31 @@ def _split(raw: str, variable: str) -> SplitResult:
         raise ConfigError(
             f"{variable} is not a usable URL (it needs http:// or https:// and a host): use http://host:port"
         )
+    problem = host_problem(parts)
+    if problem:
+        raise ConfigError(f"{variable} is not a usable URL ({problem}): use http://host:port")
     return parts
+
+
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
+
+
+def host_problem(parts: SplitResult) -> str:
+    """What is wrong with the URL's host and port as written, or ''. urlsplit lets through what an HTTP
+    client refuses later (a space in the host, text after an IPv6 bracket): checked here, in one line."""
+    host = parts.netloc.rpartition("@")[2]
+    port = f":{parts.port}" if parts.port is not None else ""
+    if host.startswith("["):
+        literal, _, rest = host[1:].partition("]")
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            return "a malformed IPv6 address: write it in brackets, e.g. http://[::1]:8080"
+        return "" if rest in ("", port, ":") else "text after the IPv6 address's bracket"
+    name = host[: len(host) - len(port)] if port and host.endswith(port) else host.rstrip(":")
+    if ":" in name or not all(_LABEL.fullmatch(label) for label in name.rstrip(".").split(".")):
+        return "the host is not a host name or IP address (letters, digits, '-' and '.')"
+    return ""
 
 
 def _reason(exc: ValueError) -> str:

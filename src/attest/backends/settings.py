@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from attest.backends.endpoint import Endpoint, check_api_key
+from attest.backends.endpoint import Endpoint, check_api_key, host_problem
 from attest.backends.retry import RetryPolicy
 from attest.backends.types import DEFAULT_OPTIONS
 from attest.errors import ConfigError
@@ -110,6 +110,9 @@ def ollama_endpoint(host: str) -> Endpoint:
         raise ConfigError(
             f"OLLAMA_HOST{shown} has an invalid port or host: use host:port, e.g. 127.0.0.1:11434 or [::1]:11434"
         ) from None
+    problem = host_problem(parts) if parts.hostname else ""
+    if problem:
+        raise ConfigError(f"OLLAMA_HOST is not a usable host ({problem}): use host:port, e.g. 127.0.0.1:11434")
     hostname = parts.hostname or "127.0.0.1"
     if hostname in ("0.0.0.0", "::"):
         hostname = "127.0.0.1"
