@@ -164,6 +164,7 @@ def test_a_bad_openai_base_url_is_one_line_naming_the_variable(url: str) -> None
 def test_a_bad_ollama_host_is_one_line_naming_the_variable(host: str) -> None:
     done = _attest("tag", "--backend", "ollama", "A title", "A summary", OLLAMA_HOST=host)
     _one_line(done, "OLLAMA_HOST")
+    assert "cannot get an answer" not in done.stderr  # refused as a setting, never sent to a mangled host
 
 
 def test_a_bad_url_for_a_backend_not_in_use_is_not_an_error() -> None:
