@@ -255,3 +255,14 @@ def test_connection_refused_names_the_url() -> None:
     text = _fail(fake)
     assert fake.calls == NO_WAIT.attempts
     assert f"cannot get an answer from the server at {BASE}/v1/chat/completions (connection refused)" in text
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_refused_naming_its_status_and_location(status: int) -> None:
+    """Redirects are not followed (they could carry the key elsewhere); the error names the 3xx and where
+    it pointed, not "not JSON (0 bytes)", and it is not retried."""
+    fake = FakeServer(httpx.Response(status, headers={"Location": "https://elsewhere.example/v1/chat/completions"}))
+    text = _fail(fake)
+    assert f"redirected the request ({status} to https://elsewhere.example/v1/chat/completions)" in text
+    assert "not JSON" not in text
+    assert fake.calls == 1

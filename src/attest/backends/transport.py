@@ -165,9 +165,23 @@ class Server:
             f"cannot get an answer from {self.wire.server} at {url} ({cause})", url=url, retryable=True, cause=cause
         )
 
+    def _refuse_redirect(self, resp: httpx.Response, path: str) -> None:
+        """A 3xx is not followed (it could send the key elsewhere): one line naming the status and where it
+        pointed, not an empty body taken for a bad answer."""
+        if not 300 <= resp.status_code < 400:
+            return
+        url = self.shown(path)
+        location = self.mask(resp.headers.get("location", ""))[:200] or "(no Location header)"
+        raise BackendError(
+            f"{self.wire.server} at {url} redirected the request ({resp.status_code} to {location}); redirects "
+            "are not followed: set the server URL to where it points",
+            url=url,
+        )
+
     def _post_once(self, path: str, body: Mapping[str, Any], describe: Describe) -> tuple[dict[str, Any], str, float]:
         start = time.perf_counter()
         resp = self._send("POST", path, self.retry, body)
+        self._refuse_redirect(resp, path)
         if resp.status_code >= 400:
             raise describe(resp, self.shown(path))
         data = decode(resp, self.shown(path), self.wire.server)
@@ -181,6 +195,7 @@ class Server:
 
     def _get_once(self, path: str, describe: Describe, retry: RetryPolicy) -> dict[str, Any]:
         resp = self._send("GET", path, retry, None)
+        self._refuse_redirect(resp, path)
         if resp.status_code >= 400:
             raise describe(resp, self.shown(path))
         return decode(resp, self.shown(path), self.wire.server)
