@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from attest.text import printable
+from attest.text import printable, printable_json
 from evals.engine.execute import Prompts
 from evals.engine.pipeline import AnswerCache
 from evals.store.records import DirStore, Manifest, RunError
@@ -41,7 +41,7 @@ def show_run(
         )
     if as_json:
         data = {"manifest": manifest.model_dump(mode="json", exclude={"samples"}), "prompts": prompts, "cases": rows}
-        return json.dumps(data, indent=1, ensure_ascii=False)
+        return printable_json(json.dumps(data, indent=1, ensure_ascii=False))  # as safe as the text output
     lines = [*_header(manifest, report.overall if report else None, prompts), *_cases(rows)]
     return "\n".join(printable(line) for line in lines)  # every field of a hand-edited run, made safe
 

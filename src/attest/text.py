@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["printable"]
+__all__ = ["printable", "printable_json"]
 
 _NAMED = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
 
@@ -34,3 +34,20 @@ def _show(ch: str, multiline: bool) -> str:
         return " "
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable_json(text: str) -> str:
+    """JSON text (from json.dumps with ensure_ascii=False) with every character `printable` would escape
+    written as a JSON escape: the same value when parsed, and nothing in it can drive a terminal.
+
+    Outside strings JSON holds only printable characters and the indent's newlines, so every other
+    character met is inside a string, where `\\uXXXX` means the same character."""
+    return "".join(ch if ch.isprintable() or ch == "\n" else _json_escape(ch) for ch in text)
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"

@@ -222,3 +222,15 @@ def test_rescore_all_skips_an_unreadable_run_with_one_line(tmp_path: Path, capsy
     assert f"would remove {bad}" in out and good not in out
     assert runs.main(["--cache-dir", str(cache), "prune", "--incomplete", "--yes"]) == 0
     assert not (cache / "runs" / bad).exists() and (cache / "runs" / good).exists()
+
+
+def test_show_json_escapes_what_text_output_escapes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = tmp_path / "cache"
+    run_id = eval_run(reaction_eval.TASK, cache, capsys)
+    hostile = "m1\u009b31m\u202eevil\x7f\u2028\U000e0041"
+    _edit(_manifest_path(cache, run_id), lambda d: d.update(model=hostile, label=hostile))
+    code, out, _ = cli(cache, capsys, "show", run_id, "--json")
+    assert code == 0
+    assert not any(ch in out for ch in "\u009b\u202e\x7f\u2028\U000e0041")
+    assert "\\u009b" in out and "\\u202e" in out
+    assert json.loads(out)["manifest"]["model"] == hostile  # the same value, escaped
