@@ -158,3 +158,38 @@ def test_printable_output_is_always_one_printable_line() -> None:
     every = "".join(chr(c) for c in range(0x0, 0x3000))
     shown = printable(every)
     assert all(ch.isprintable() for ch in shown)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-m", "evals.runs", "--cache-dir", "{cache}", "list", "--json"],
+        ["-m", "attest.cli", "tag", "--backend", "stub", "T", "S"],
+    ],
+    ids=["runs-list-json", "attest-tag"],
+)
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
+    """`... | head` where head has gone: no "internal error: BrokenPipeError", no "Exception ignored"."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "runs").mkdir()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte: every write fails with EPIPE
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{repo / 'src'}:{repo}"}
+    try:
+        done = subprocess.run(
+            [sys.executable, *(a.format(cache=tmp_path) for a in argv)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == ""
+    assert done.returncode == 1

@@ -9,7 +9,8 @@ and what to do. An entry point wraps its work in `run_main(prog, work)`:
 - `ATTEST_DEBUG=1` re-raises either, so Python prints the traceback.
 
 Every message is passed through `printable`, so nothing a server, model or file put
-in it can drive the terminal. KeyboardInterrupt is not caught here: an entry point
+in it can drive the terminal. Output piped into a reader that stops early (`| head`)
+ends quietly with exit 1, no message. KeyboardInterrupt is not caught here: an entry point
 that has something to say on Ctrl-C catches it itself.
 """
 
@@ -41,7 +42,12 @@ def run_main(prog: str, work: Callable[[], int], *, stderr: TextIO | None = None
     """Run an entry point's `work` and return its exit code; errors become one line and exit code 1."""
     err = stderr or sys.stderr
     try:
-        return work()
+        code = work()
+        sys.stdout.flush()  # here, so a reader that went away (`| head`) is met inside the boundary
+        return code
+    except BrokenPipeError:
+        _silence_stdout()  # the reader stopped reading: end quietly, as `cat | head` does
+        return 1
     except AttestError as exc:
         if _debug():
             raise
@@ -52,6 +58,16 @@ def run_main(prog: str, work: Callable[[], int], *, stderr: TextIO | None = None
             raise
         print(report_bug(prog, exc), file=err)
         return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a file descriptor (a test's capture): nothing will flush to the pipe
 
 
 # The name entry points have used so far; the same boundary.
