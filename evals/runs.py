@@ -168,23 +168,34 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+_CACHE_HELP = "cache and run directory (env ATTEST_CACHE_DIR; default cache/)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--cache-dir", help=_CACHE_HELP)
+    # the shared options again on every subcommand (`runs list --cache-dir D` = `runs --cache-dir D list`);
+    # SUPPRESS: a subcommand that is not given one keeps the value given before it
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--cache-dir", default=argparse.SUPPRESS, help=_CACHE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
-    ls = sub.add_parser("list", help="one row per run, newest first")
+    ls = sub.add_parser("list", help="one row per run, newest first", parents=[shared])
     ls.add_argument("--task", help="only this task's runs")
     ls.add_argument("--json", action="store_true", help="print JSON")
-    show = sub.add_parser("show", help="a run's provenance, then each case's answer, score and errors")
+    show = sub.add_parser(
+        "show", help="a run's provenance, then each case's answer, score and errors", parents=[shared]
+    )
     show.add_argument("run", help="a run id, or TASK@latest / TASK@previous")
     show.add_argument("--case", help="only this case id")
     show.add_argument("--json", action="store_true", help="print JSON")
-    prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
+    prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)", parents=[shared])
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")
     prune.add_argument("--keep-last", type=at_least(1), metavar="N", help="all but the newest N complete runs per task")
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
-    gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
+    gc = sub.add_parser(
+        "gc", help="remove cache entries no remaining run references (a dry run unless --yes)", parents=[shared]
+    )
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
     return parser
 
