@@ -16,6 +16,7 @@ re-scored (changes are reported, not errors), 1 on an error or a skipped run, 2 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -33,7 +34,7 @@ from evals.engine import provenance
 from evals.engine.execute import report_of
 from evals.engine.pipeline import EvalResult, MissingSampleError, Task, corpus_digests, load_cases, score_planned
 from evals.store.cache import ResponseCache, resolve_cache_dir
-from evals.store.records import Decision, DirStore, Manifest, RunError
+from evals.store.records import Decision, DirStore, Manifest, Report, RunError
 
 __all__ = ["TASKS", "Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
@@ -108,6 +109,10 @@ def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], pat
     if differs:
         shown = ", ".join(f"{s} {now.get(s, 'n/a')[:12]} (run: {recorded.get(s, 'n/a')[:12]})" for s in differs)
         changes.append(f"labels differ from the run's: split sha256 of {path}: {shown}; scored with these labels")
+        ran = manifest.case_sha256
+        relabelled = [c.id for c in corpus if c.id in ran and ran[c.id] != provenance.case_sha256(c)]
+        if relabelled:
+            changes.append(f"cases whose label or inputs changed: {_some(relabelled)}")
     scorer = provenance.scorer_fingerprint(task.score_one)
     if scorer != manifest.provenance.scorer_fingerprint:
         changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
@@ -170,6 +175,9 @@ def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCac
             print(printable(_skip_line(manifest.run_id, exc)), file=sys.stderr)
             failed += 1
             continue  # one bad run does not stop the others: they are re-scored, and the exit status is 1
+        moved = _moved(old, done.result)
+        if moved:
+            done = dataclasses.replace(done, changes=[*done.changes, f"scores moved: {moved}"])
         rescored[manifest.run_id] = done
         store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
         rows.append(_row(done, old.overall if old else None))
@@ -215,6 +223,27 @@ def recheck_decisions(
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
         out.append({**entry, "line": recheck_line(entry)})
     return out
+
+
+def _moved(old: Report | None, new: EvalResult) -> str:
+    """The cases whose mean score differs from the run's report: `id old -> new`, a few named."""
+    if old is None:
+        return ""
+    before: dict[str, list[float]] = {}
+    for row in old.results:
+        before.setdefault(str(row["id"]), []).append(float(row["score"]))
+    now = new.by_case()
+    moved = [
+        f"{cid} {sum(b) / len(b):.2f} -> {now[cid]:.2f}"
+        for cid, b in before.items()
+        if cid in now and abs(sum(b) / len(b) - now[cid]) > 1e-9
+    ]
+    return _some(moved)
+
+
+def _some(names: list[str], limit: int = 10) -> str:
+    more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
 
 def _row(done: Rescored, old: float | None) -> dict[str, Any]:

@@ -60,3 +60,26 @@ def test_a_long_model_name_is_never_cut(tmp_path: Path, capsys: pytest.CaptureFi
     header, row = out.splitlines()
     assert " qwen2.5-coder-32b-instruct-q4_K_M " in row
     assert header.index("split") == row.index("dev"), out  # the columns still line up
+
+
+def test_rescore_after_a_label_change_names_the_cases_whose_labels_and_scores_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evals import rescore
+
+    run_id = eval_run(reaction_eval.TASK, tmp_path, capsys, "--split", "dev")
+    cases = json.loads(reaction_eval.CORPUS.read_text(encoding="utf-8"))
+    dev = [c for c in cases if c["split"] == "dev"]
+    flipped = {dev[0]["id"], dev[3]["id"]}
+    for case in cases:
+        if case["id"] in flipped:
+            case["verdict"] = not case["verdict"]
+    corpus = tmp_path / "relabelled.json"
+    corpus.write_text(json.dumps(cases), encoding="utf-8")
+    code = rescore.main(["--cache-dir", str(tmp_path), "--run", run_id, "--corpus", str(corpus), "--json"])
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)["runs"]
+    (labels,) = [c for c in row["changes"] if c.startswith("cases whose label or inputs changed: ")]
+    assert set(labels.partition(": ")[2].split(", ")) == flipped
+    (scores,) = [c for c in row["changes"] if c.startswith("scores moved: ")]
+    assert {part.split()[0] for part in scores.partition(": ")[2].split(", ")} == flipped
