@@ -149,7 +149,14 @@ def test_wait_before_reads_retry_after_sanely(value: str, expected: float) -> No
 BAD_URLS = ["http://[::1", "http://[::1]:99999", "http://::1:8080", "http://[fe80::zz]:80", "ftp://gpu-box", "gpu-box"]
 # hosts urlsplit lets through and the HTTP client refuses later (issue 22: once "internal error" or a
 # request to a mangled host): a space, text after the IPv6 bracket, a %-escape, a bare '-', non-ASCII
-BAD_HOSTS = ["http://ho st:1", "http://[::1]x:1", "http://h%zz:1", "http://-:1", "http://\u00e4.com:1", "http://h:99999"]
+BAD_HOSTS = [
+    "http://ho st:1",
+    "http://[::1]x:1",
+    "http://h%zz:1",
+    "http://-:1",
+    "http://\u00e4.com:1",
+    "http://h:99999",
+]
 
 
 @pytest.mark.parametrize("url", [*BAD_URLS, *BAD_HOSTS, "http://", "http://host:port"])
