@@ -322,3 +322,14 @@ def test_an_outcome_without_its_cases_prints_the_plain_mean(tmp_path: Path, caps
     print_report(outcome, tmp_path)
     out = capsys.readouterr().out
     assert "mean score      0.000 over 3 samples (no interval: not annotated)" in out
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_the_report_names_its_metrics_in_words_not_keys(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`confidence_histogram`, `auc_verdict` and the like stay keys in report.json, never in the table."""
+    out, report = _run(name, tmp_path, capsys)
+    for key in report["summary"]:
+        assert not re.search(rf"^  {re.escape(key)}\s", out, re.MULTILINE) or "_" not in key, key
+    assert not re.search(r"^  \w*_\w*\s", out, re.MULTILINE), out

@@ -168,14 +168,36 @@ def _repeat_lines(rep: dict[str, Any]) -> list[str]:
     return lines
 
 
+# The task's summary keys as a reader says them (report.json and --json keep the keys); any other key
+# is shown with its underscores as spaces.
+_WORDS = {
+    "n": "answers scored",
+    "auc_verdict": "AUC, verdict",
+    "auc_confidence": "AUC, confidence",
+    "invalid": "invalid answers",
+    "confidence_histogram": "confidences",
+    "refusals_correct": "right refusals",
+    "refusals_expected": "refusals due",
+    "false_refusals": "wrong refusals",
+}
+
+
+def _words(key: str) -> str:
+    return _WORDS.get(key, key.replace("_", " "))
+
+
 def _summary_lines(summary: dict[str, Any], verdicts: dict[str, Any] | None) -> list[str]:
     lines = []
     for key, value in summary.items():
+        name = printable(_words(key))
         if verdicts is not None and key in ("precision", "recall"):
             shown = verdicts[key]["text"] if verdicts[key] else "n/a"
-            lines.append(f"  {key:<15} {shown} (an unparseable answer counts as the wrong verdict)")
+            lines.append(f"  {name:<15} {shown} (an unparseable answer counts as the wrong verdict)")
+        elif key == "confidence_histogram" and isinstance(value, dict):
+            shown = ", ".join(f"{printable(str(k)).replace('-', ' at ')}: {v}" for k, v in value.items())
+            lines.append(f"  {name:<15} {shown or '(none)'} (verdict at confidence: answers)")
         else:
-            lines.append(f"  {key:<15} {_fmt(value)}")
+            lines.append(f"  {name:<15} {_fmt(value)}")
     return lines
 
 
