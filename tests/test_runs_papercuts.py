@@ -83,3 +83,24 @@ def test_rescore_after_a_label_change_names_the_cases_whose_labels_and_scores_mo
     assert set(labels.partition(": ")[2].split(", ")) == flipped
     (scores,) = [c for c in row["changes"] if c.startswith("scores moved: ")]
     assert {part.split()[0] for part in scores.partition(": ")[2].split(", ")} == flipped
+
+
+def test_the_readme_react_and_explain_examples_show_what_they_print(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each `attest react|explain` line in README.md is followed by `# OUTPUT`, the line it prints; and the stub
+    answers them sensibly (a reader of these interests opens the item; the explanation names a word, not a stem)."""
+    import shlex
+
+    from attest.cli import main as attest_main
+
+    lines = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
+    shown = {
+        line.split()[1]: (shlex.split(line)[1:], lines[i + 1].removeprefix("# "))
+        for i, line in enumerate(lines)
+        if line.startswith(("attest react ", "attest explain "))
+    }
+    assert set(shown) == {"react", "explain"}
+    for argv, expected in shown.values():
+        assert attest_main(argv) == 0
+        assert capsys.readouterr().out.strip() == expected
+    assert json.loads(shown["react"][1])["verdict"] is True
+    assert "catalysis" in json.loads(shown["explain"][1])["text"]

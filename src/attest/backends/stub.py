@@ -30,7 +30,7 @@ class StubBackend:
         self.options = dict(options or DEFAULT_OPTIONS)
 
     def digest(self) -> str:
-        return "stub-v1"
+        return "stub-v2"  # v2: reasoning names the item's words as written, not their stems
 
     def chat_json(
         self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
@@ -183,6 +183,15 @@ def _stem(word: str) -> str:
     return word
 
 
+def _as_written(text: str) -> dict[str, str]:
+    """Each content word's stem -> the word as `text` first writes it, so answers print words, not stems."""
+    found: dict[str, str] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in _STOPWORDS:
+            found.setdefault(_stem(word), word)
+    return found
+
+
 def _field(prompt: str, label: str) -> str:
     match = re.search(rf"^{label}:\s*(.*)$", prompt, flags=re.MULTILINE)
     return match.group(1) if match else ""
@@ -194,7 +203,8 @@ def answer(task: str, prompt: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     item = content_words(f"{title} {summary}")
     if task == "ItemTags":
         return {"tags": _tags(item, schema)}
-    overlap = sorted(content_words(_field(prompt, "Interests")) & item)
+    written = _as_written(f"{title} {summary}")
+    overlap = sorted(written[stem] for stem in content_words(_field(prompt, "Interests")) & item)
     if task == "Reaction":
         return _reaction(title, overlap)
     return _explanation(overlap)
