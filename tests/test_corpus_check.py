@@ -107,6 +107,9 @@ _ML_INTERESTS = "I follow language model training, evaluation and inference effi
 _ITEM_1 = ("Room-temperature nickel catalysis for C-N coupling", "Aryl chlorides couple with amines at 25 C.")
 _ITEM_2 = ("Sparse mixture-of-experts scaling laws", "Loss follows a power law in active parameters.")
 _ITEM_3 = ("Conformal intervals for LLM judges", "Split conformal prediction bounds judge error on 2,000 items.")
+_ITEM_4 = ("A yield model tested in the flask", "Predicted conditions gave 80% isolated yield on 12 new couplings.")
+_ITEM_5 = ("Palladium spot prices, 2024", "Up 30% over the year.")
+_CHEMIST_PAIR = (_CHEMIST, _CHEMIST_INTERESTS)
 
 
 def _reaction(case_id: str, split: str, persona: tuple[str, str], item: tuple[str, str], verdict: bool) -> Any:
@@ -265,6 +268,13 @@ def _copy_field(key: str, source: str, target: str, field: str) -> Callable[[Cor
         _case(corpora, key, target)[field] = _case(corpora, key, source)[field]
 
     return edit
+
+
+def _add_cases(key: str, *cases: dict[str, Any]) -> Callable[[Corpora], None]:
+    def change(corpora: Corpora) -> None:
+        corpora[key].extend(cases)
+
+    return change
 
 
 def _add_case(key: str, case: dict[str, Any]) -> Callable[[Corpora], None]:
@@ -433,6 +443,47 @@ BROKEN = [
         id="adjacent-positive",
     ),
     pytest.param(
+        _set("reaction", "bait-01", "verdict", True),
+        ["reaction_cases.json: case bait-01: field 'verdict': is true, but bait cases are"],
+        id="bait-positive",
+    ),
+    pytest.param(
+        _set("reaction", "terse-01", "verdict", False),
+        [
+            "reaction_cases.json: case terse-01: field 'verdict': is false, but terse cases are a one-line summary "
+            "that is nonetheless clearly on the reader's topic, labelled true; relabel it or change its family "
+            "(a one-line item labelled false belongs in 'terse-off')"
+        ],
+        id="terse-negative",
+    ),
+    pytest.param(
+        _add_case(
+            "reaction", {**_reaction("terse-off-01", "dev", _CHEMIST_PAIR, _ITEM_3, True), "family": "terse-off"}
+        ),
+        ["reaction_cases.json: case terse-off-01: field 'verdict': is true, but terse-off cases are"],
+        id="terse-off-positive",
+    ),
+    pytest.param(
+        _add_case("reaction", _reaction("terse-off-02", "dev", _CHEMIST_PAIR, _ITEM_3, True)),
+        [
+            "reaction_cases.json: case terse-off-02: field 'id': starts with 'terse-off-', another family's prefix, "
+            "but its family is 'terse'"
+        ],
+        id="terse-id-in-terse-off",
+    ),
+    pytest.param(
+        _add_cases(
+            "reaction",
+            _reaction("crossover-01", "dev", _CHEMIST_PAIR, _ITEM_3, True),
+            _reaction("crossover-02", "dev", _CHEMIST_PAIR, _ITEM_4, True),
+        ),
+        [
+            "reaction_cases.json: case crossover-02: field 'verdict': every crossover case for this reader is true "
+            "(2 case(s)); crossover items are labelled per persona, so add one this reader would skip"
+        ],
+        id="crossover-one-label-for-a-reader",
+    ),
+    pytest.param(
         _label_twice,
         ["corpus/labels.json: label chemist/item-01: labelled 2 times; keep one"],
         id="fixture-label-twice",
@@ -548,6 +599,21 @@ def test_base_corpora_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert out.rstrip().endswith("corpus-check: clean")
     for name in ("tagging", "reaction", "explanation"):
         assert f"{name}  {tmp_path}/{name}_cases.json" in out
+
+
+def test_the_design_notes_reaction_families_pass_with_their_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """terse true, terse-off false, and crossover items labelled per persona (a yes and a no for each reader)."""
+    _add_cases(
+        "reaction",
+        {**_reaction("terse-off-01", "dev", _CHEMIST_PAIR, _ITEM_5, False), "family": "terse-off"},
+        _reaction("crossover-01", "dev", _CHEMIST_PAIR, _ITEM_4, True),
+        _reaction("crossover-02", "dev", (_ML, _ML_INTERESTS), _ITEM_4, False),
+        _reaction("crossover-03", "dev", _CHEMIST_PAIR, _ITEM_3, False),
+        _reaction("crossover-04", "dev", (_ML, _ML_INTERESTS), _ITEM_3, True),
+    )(corpora := base_corpora())
+    assert main(write_corpora(tmp_path, corpora)) == 0, capsys.readouterr().out
 
 
 def test_must_mention_terms_may_differ_in_case_plural_and_hyphenation(
@@ -737,7 +803,10 @@ def test_each_unmet_target_gives_its_line(
     [
         pytest.param(tagging_targets, "tagging", TaggingCase, ["keyword-trap", "two-topic", "edge", "long-abstract"]),
         pytest.param(
-            reaction_targets, "reaction", ReactionCase, ["terse", "crossover", "near-miss", "anchor", "long-abstract"]
+            reaction_targets,
+            "reaction",
+            ReactionCase,
+            ["terse", "terse-off", "crossover", "near-miss", "anchor", "long-abstract"],
         ),
         pytest.param(
             explanation_targets, "explanation", ExplanationCase, ["near-refuse", "oblique-match", "long-abstract"]
