@@ -99,7 +99,8 @@ def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
     title names the item, not why it matches the reader.
     """
     own = own_words(text, (case.title, case.summary), case.interests, COPY_RUN)
-    return any(mentions(stretch, term) for stretch in own for term in case.must_mention_any)
+    named = (term for term in case.must_mention_any if mentions(text, term))  # lazily: the first usually does
+    return any(any(mentions(stretch, term) for stretch in own) for term in named)
 
 
 def _refinement_errors(text: str) -> list[str]:

@@ -102,9 +102,16 @@ def content_words(text: str) -> set[str]:
     return {canonical(word) for word in _lower_words(text) if _says_something(word)}
 
 
-def _runs(text: str, length: int) -> set[tuple[str, ...]]:
+@functools.lru_cache(maxsize=1 << 12)
+def _runs(text: str, length: int) -> frozenset[tuple[str, ...]]:
+    """Cached: a case's title, summary and interests are the same for every sample scored against it."""
     said = [canonical(word) for word in _lower_words(text) if _says_something(word)]
-    return {tuple(said[start : start + length]) for start in range(len(said) - length + 1)}
+    return frozenset(tuple(said[start : start + length]) for start in range(len(said) - length + 1))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _copies(sources: tuple[str, ...], exempt: str, run: int) -> frozenset[tuple[str, ...]]:
+    return frozenset().union(*(_runs(source, run) for source in sources)) - _runs(exempt, run)
 
 
 def own_words(text: str, sources: Sequence[str], exempt: str, run: int = 3) -> list[str]:
@@ -117,7 +124,7 @@ def own_words(text: str, sources: Sequence[str], exempt: str, run: int = 3) -> l
     raw = _lower_words(text)
     positions = [index for index, word in enumerate(raw) if _says_something(word)]
     said = [canonical(raw[index]) for index in positions]
-    copies = set().union(*(_runs(source, run) for source in sources)) - _runs(exempt, run)
+    copies = _copies(tuple(sources), exempt, run)
     copied = [False] * len(raw)
     for start in range(len(said) - run + 1):
         if tuple(said[start : start + run]) in copies:
