@@ -549,6 +549,42 @@ def test_the_audits_correct_explanations_in_other_words_pass(case_id: str, text:
     assert explanation_eval.score_one(case, _text(text))["score"] == 1.0
 
 
+@pytest.mark.parametrize(
+    ("case_id", "text"),
+    [
+        pytest.param(
+            "match-so2-warm-neptune",
+            "You do JWST transmission spectroscopy, and this finds SO2 on a Neptune.",
+            id="so2",
+        ),
+        pytest.param(
+            "oblique-match-preemptive-continuous-batching",
+            "You serve LLMs, and this batching triples tokens per second.",
+            id="batching",
+        ),
+        pytest.param(
+            "match-solvent-disorder-restraints",
+            "You model disorder, and these restraint libraries speed up solvent refinement.",
+            id="restraints",
+        ),
+        pytest.param(
+            "match-offline-rl-teleoperation",
+            "You do offline RL from demonstrations, and this beats behaviour cloning.",
+            id="offline-rl",
+        ),
+        pytest.param(
+            "long-abstract-covalent-fgfr4-to-clinic",
+            "You follow covalent warheads, and this FGFR4 inhibitor reached the clinic.",
+            id="fgfr4",
+        ),
+    ],
+)
+def test_real_answers_that_reuse_item_words_around_the_readers_topic_keep_full_credit(case_id: str, text: str) -> None:
+    """The copy check takes only runs of three item words: a real answer's two-word echoes of the item stay its own."""
+    case = next(c for c in explanation_eval.load_cases() if c.id == case_id)
+    assert explanation_eval.score_one(case, _text(text))["score"] == 1.0
+
+
 def _echo(case: ExplanationCase) -> str:
     return _text(f"You: {case.title}")
 
