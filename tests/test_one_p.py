@@ -50,7 +50,8 @@ def agreement(levels: tuple[float, ...], seed: int, sims: int = 1_000) -> tuple[
         for margin in MARGINS:
             ship, regress = low > margin, high < 0
             p_ship, p_regress, p = batch.p_ship(margin), batch.p_regress(), batch.pvalues(margin)
-            ok = (ship == (p_ship < ALPHA / 2)) & (regress == (p_regress < ALPHA / 2)) & ((ship | regress) == (p < ALPHA))
+            one_sided = (ship == (p_ship < ALPHA / 2)) & (regress == (p_regress < ALPHA / 2))
+            ok = one_sided & ((ship | regress) == (p < ALPHA))
             total, agree = total + ok.size, agree + int(ok.sum())
     return total, agree
 
