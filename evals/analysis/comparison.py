@@ -3,10 +3,12 @@
 The pure core behind `python -m evals.compare` and the reports: the caller reads the
 run records and hands over one `RunScores` per run; nothing here reads or writes a
 file. `compare` pairs the runs by case id over the cases both hold, averages repeats
-within each case, and computes the paired statistics of `evals.analysis.stats`, the verdict
-against a margin fixed in advance, the changed cases, per-family differences, the
-minimum detectable effect and what changed between the runs. `compare_all` decides
-several tasks at once under Holm's correction. `evals.render.comparison_text`,
+within each case, and computes the paired statistics of `evals.analysis.paired`, the
+verdict against a margin fixed in advance, the changed cases, per-family differences,
+the minimum detectable effect and what changed between the runs
+(`evals.analysis.differences`: a confounded pair, or a prompt change on the stub, is
+inconclusive whatever the interval). `compare_all` decides several tasks at once under
+Holm's correction. `evals.render.comparison_text`,
 `comparison_markdown` and `comparison_json` render one.
 """
 
@@ -103,7 +105,8 @@ class Comparison:
     show: int
     holm_p: float | None = None  # set by `compare_all`: the Holm-adjusted p-value
     family_size: int = 1  # how many comparisons were decided together
-    confounded: tuple[str, ...] = ()  # which of prompt, model, options differ, when more than one does
+    kinds: tuple[str, ...] = ()  # which of prompt, model (backend, model, digest) and options differ
+    confounded: tuple[str, ...] = ()  # `kinds`, when more than one differs
     prompt_diff: tuple[str, ...] = ()  # a line diff of the system prompts, baseline to candidate
     withheld: str = ""  # why the verdict is inconclusive whatever the interval; "" when the interval decides
     measured: Verdict = "inconclusive"  # the interval's own verdict, before anything withheld it
@@ -153,6 +156,7 @@ def compare(
         only_base=tuple(sorted(set(base.samples) - set(cand.samples))),
         only_cand=tuple(sorted(set(cand.samples) - set(base.samples))),
         show=show,
+        kinds=changed.kinds,
         confounded=confounded,
         prompt_diff=changed.prompt_diff,
         withheld=why,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
+from evals.analysis.paired import verdict_decimals
 from evals.engine import provenance
 from evals.engine.execute import Prompts
 from evals.store.records import Decision, Manifest, Report, RunStore
@@ -174,7 +175,7 @@ def recheck(decision: Decision, base: Run, cand: Run) -> dict[str, Any]:
         "recorded": decision.verdict,
         "now": x.verdict,
         "unchanged": x.verdict == decision.verdict,
-        "difference": x.paired.difference.format(signed=True),
+        "difference": x.paired.difference.format(signed=True, decimals=verdict_decimals(x.paired.interval, x.margin)),
         "mean_difference": x.paired.mean_diff,
         "interval": [x.paired.interval.low, x.paired.interval.high],
         "p_value": x.paired.p_value,

@@ -117,4 +117,6 @@ def differs_head(x: Comparison) -> str:
     if x.confounded:
         accepted = ", accepted with --accept-mixed" if not x.withheld else ""
         return f"confounded: {', '.join(x.confounded)} differ{accepted}"
-    return f"{len(x.what_changed)} recorded value(s) differ"
+    if x.kinds:
+        return f"the {x.kinds[0]} only (of prompt, model, options), {len(x.what_changed)} recorded value(s)"
+    return f"neither prompt, model nor options; {len(x.what_changed)} recorded value(s)"
