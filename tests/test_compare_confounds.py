@@ -17,7 +17,7 @@ import pytest
 
 from evals import tagging_eval
 from evals.analysis.comparison import ComparisonError, RunScores, compare
-from evals.analysis.pairing import decide, load_run
+from evals.analysis.pairing import decide, load_run, recheck
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
 from evals.store.records import DirStore
@@ -169,3 +169,24 @@ def test_json_escapes_control_and_bidi_characters_as_text_does(
     change = next(c for c in data["what_changed"] if c["key"] == "model")
     assert change["candidate"] == "m\\u202egnp.exe\\x9b[2J"
     assert "\u202e" not in json.dumps(data, ensure_ascii=False)
+
+
+# --- the gate and the re-check on few changed graded cases ------------------------------------------------
+
+
+@pytest.mark.parametrize("changed", [0, 1, 2])
+def test_the_gate_and_the_recheck_decide_graded_runs_that_differ_in_m_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changed: int
+) -> None:
+    runs = make_pair(tmp_path, better=0, worse=0, both_right=10, both_wrong=2)
+    path = runs.cache / "runs" / runs.cand / "report.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+    for result in report["results"][:changed]:
+        result["score"] = 0.5  # a partly right answer: graded, and the only change
+    path.write_text(json.dumps(report), encoding="utf-8")
+    store = DirStore(runs.cache / "runs")
+    base, cand = load_run(store, runs.base), load_run(store, runs.cand)
+    x, decision = decide(store, base, cand, margin=0.0)
+    assert x.paired.regressed == changed and decision.verdict == "inconclusive"
+    assert recheck(decision, base, cand)["now"] == "inconclusive"
+    assert run_compare(capsys, runs.cache, runs.base, runs.cand).code == 3
