@@ -21,6 +21,7 @@ from evals.analysis.comparison import (
 )
 from evals.analysis.paired import holm, holm_levels, paired, verdict
 from evals.analysis.power import detectable_from
+from evals.analysis.stats import mean_estimate, proportion
 from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import MARKDOWN_LIMIT, to_markdown
 from evals.render.comparison_text import to_text
@@ -276,3 +277,12 @@ def test_a_comparison_is_frozen() -> None:
     x: Comparison = compare(*binary_runs(1, 1, 1, 1))
     with pytest.raises(AttributeError):
         x.verdict = "ship"  # type: ignore[misc]
+
+
+def test_both_runs_of_a_comparison_get_one_interval_method() -> None:
+    """A baseline that happens to score only 0 and 1 beside a graded candidate: both bootstrap, neither Wilson."""
+    base = {f"c{i}": [float(i % 2)] for i in range(20)}
+    cand = {f"c{i}": [0.5 if i == 0 else float(i % 2)] for i in range(20)}
+    x = compare(run("a", base), run("b", cand))
+    assert x.base != proportion(10, 20)  # the Wilson interval would be [0.30, 0.70]
+    assert x.base == mean_estimate(list(np.arange(20) % 2.0), binary=False)

@@ -21,7 +21,7 @@ from attest.errors import AttestError
 from evals.analysis.differences import Change, what_changed, withheld
 from evals.analysis.paired import Paired, difference, holm, holm_levels, paired, verdict
 from evals.analysis.power import Detectable, detectable_from
-from evals.analysis.stats import LEVEL, Estimate, Verdict, mean_estimate
+from evals.analysis.stats import LEVEL, Estimate, Verdict, is_binary, mean_estimate
 
 __all__ = [
     "EXIT_CODES",
@@ -142,8 +142,8 @@ def compare(
         task=base.task,
         base_run=base.run_id,
         cand_run=cand.run_id,
-        base=mean_estimate(b),
-        cand=mean_estimate(c),
+        base=mean_estimate(b, binary=is_binary(b) and is_binary(c)),  # one interval method for both runs
+        cand=mean_estimate(c, binary=is_binary(b) and is_binary(c)),
         paired=result,
         margin=margin,
         verdict="inconclusive" if why else verdict(result, margin),

@@ -127,8 +127,12 @@ def proportion(successes: int, n: int, level: float = LEVEL) -> Estimate:
     return Estimate(successes / n, Interval(float(ci.low), float(ci.high), level), n)
 
 
-def mean_estimate(values: ArrayLike, level: float = LEVEL, *, seed: int = SEED) -> Estimate:
+def mean_estimate(values: ArrayLike, level: float = LEVEL, *, seed: int = SEED, binary: bool | None = None) -> Estimate:
     """A mean score with its interval: Wilson when every value is 0 or 1, else a seeded bootstrap.
+
+    `binary` fixes the method in advance (True: Wilson, False: the bootstrap even for 0/1
+    values), so runs that are compared get one method whatever their scores happen to be;
+    None decides from the values.
 
     The bootstrap is scipy's BCa with `RESAMPLES` resamples. For a mean BCa is undefined
     only when every value is equal, which gives [m, m] before any resampling; should scipy
@@ -138,7 +142,9 @@ def mean_estimate(values: ArrayLike, level: float = LEVEL, *, seed: int = SEED) 
     """
     arr = array_of(values, "mean_estimate")
     n, mean = arr.size, float(arr.mean())
-    if is_binary(arr):
+    if binary is True and not is_binary(arr):
+        raise ValueError("mean_estimate: binary=True needs every value to be 0 or 1")
+    if is_binary(arr) if binary is None else binary:
         return proportion(int(arr.sum()), n, level)
     if np.all(arr == arr[0]):
         return Estimate(mean, Interval(mean, mean, level), n)
