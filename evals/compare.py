@@ -47,7 +47,7 @@ from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
 from evals.store.cache import ResponseCache, resolve_cache_dir
-from evals.store.records import DirStore, Manifest
+from evals.store.records import DirStore, Manifest, RunError
 from evals.store.refs import parse_filter, resolve
 
 __all__ = ["TASKS", "main", "with_answers"]
@@ -125,7 +125,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("with --all, BASE and CAND are @latest or @previous (the task comes from each of the three)")
     if not args.all and any(r.startswith("@") for r in refs):
         parser.error("name the task, as in reaction@latest, or compare every task with --all")
+    for text, where in ((args.base_filter, "--base-filter"), (args.cand_filter, "--cand-filter"), *_suffixes(refs)):
+        try:
+            parse_filter(text, where)
+        except RunError as exc:
+            parser.error(str(exc))
     return run_main("compare", lambda: _compare(args))
+
+
+def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
+    """Each reference's `,KEY=VALUE` narrowing, to check as a usage error before anything is read."""
+    return [(ref.partition(",")[2], f"{ref!r}:") for ref in refs]
 
 
 def _compare(args: argparse.Namespace) -> int:

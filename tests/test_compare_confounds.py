@@ -22,7 +22,7 @@ from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
 from evals.store.records import DirStore
 from tests.recorded_runs import record
-from tests.test_compare_cli import Pair, _offline, make_pair, one_line_error, run_compare
+from tests.test_compare_cli import Pair, _offline, make_pair, one_line_error, run_compare, usage
 
 
 def _edit_manifest(cache: Path, run_id: str, **fields: object) -> None:
@@ -124,8 +124,8 @@ def test_latest_can_be_narrowed_by_model_and_label(tmp_path: Path, capsys: pytes
         "model=cand", "--json",
     ).json()  # fmt: skip
     assert (by_option["baseline"]["run"], by_option["candidate"]["run"]) == (runs.base, runs.cand)
-    err = one_line_error(run_compare(capsys, runs.cache, "tagging@latest,colour=red", "tagging@latest"))
-    assert "KEY one of backend, model, label, split" in err
+    for bad in (("tagging@latest,colour=red", "tagging@latest"), ("tagging@latest", "x", "--cand-filter", "model")):
+        assert "KEY one of backend, model, label, split" in usage(capsys, runs.cache, *bad)
 
 
 def test_a_reference_says_when_it_skipped_newer_unfinished_runs(
