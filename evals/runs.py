@@ -176,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", help=_CACHE_HELP)
     # the shared options again on every subcommand (`runs list --cache-dir D` = `runs --cache-dir D list`);
     # SUPPRESS: a subcommand that is not given one keeps the value given before it
-    shared = argparse.ArgumentParser(add_help=False)
+    shared = OneLineErrorParser(add_help=False)
     shared.add_argument("--cache-dir", default=argparse.SUPPRESS, help=_CACHE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first", parents=[shared])
