@@ -84,11 +84,24 @@ def _file_error(path: Path, what: str, todo: str) -> CorpusError:
 
 def _read_bytes(path: Path) -> bytes:
     try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError:
+        size = 0  # the bounded reader says what is wrong
+    if not path.exists() and not path.is_symlink():
+        raise _file_error(path, "no such file", "check the path or create the file")
+    if size > _MAX_BYTES:
+        raise _too_big(path, size)
+    try:
         return read_bounded(
             path, _MAX_BYTES, todo="point at the corpus JSON file (a corpus is hand-written, under 5 MB)"
         )
     except FileReadError as exc:
         raise CorpusError([str(exc)]) from None
+
+
+def _too_big(path: Path, size: int) -> CorpusError:
+    what = f"file is {size} bytes, over the {_MAX_BYTES}-byte (5 MB) cap"
+    return _file_error(path, what, "a corpus is hand-written; check this is the right file")
 
 
 def _parse(path: Path, data: bytes) -> list[Any]:
