@@ -17,8 +17,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from attest.errors import AttestError
+from attest.files import read_bounded
 from evals.store.records import Manifest, write_atomic
 
 __all__ = ["SETTLE_NS", "Clock", "Entry", "Summary", "load", "save", "stamp"]
@@ -32,20 +34,20 @@ Clock = Callable[[], int]  # nanoseconds since the epoch, as time.time_ns
 class Summary(BaseModel):
     """One row of `runs list`."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
     run_id: str
-    task: str
-    status: str
-    backend: str
-    model: str
-    split: str
-    n: int
-    samples: int
-    prompt: str
-    score: float | None
-    created: float
-    label: str
+    task: str = Field(max_length=1000)
+    status: str = Field(max_length=100)
+    backend: str = Field(max_length=1000)
+    model: str = Field(max_length=1000)
+    split: str = Field(max_length=1000)
+    n: int = Field(ge=0)
+    samples: int = Field(ge=0)
+    prompt: str = Field(max_length=128)
+    score: float | None = Field(ge=0.0, le=1.0)
+    created: float = Field(ge=0.0, le=1e11)
+    label: str = Field(max_length=1000)
 
     @classmethod
     def of(cls, manifest: Manifest, score: float | None) -> Summary:
@@ -99,20 +101,14 @@ def stamp(run_dir: Path, clock: Clock = time.time_ns) -> list[int] | None:
 def load(root: Path) -> dict[str, Entry]:
     """The index of the runs under `root`, or nothing when it is missing, unreadable or foreign."""
     try:
-        fd = os.open(root / _NAME, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+        data = read_bounded(root / _NAME, _MAX_BYTES)  # a FIFO or device planted there is refused, not waited on
+    except AttestError:
         return {}
     try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
-    except OSError:
-        return {}
-    if len(data) > _MAX_BYTES:
-        return {}
-    try:
-        return dict(_Index.model_validate_json(data).entries)
+        entries = _Index.model_validate_json(data).entries
     except ValidationError:
         return {}
+    return {run_id: e for run_id, e in entries.items() if e.summary.run_id == run_id}  # never another run's row
 
 
 def save(root: Path, entries: Mapping[str, Entry]) -> None:

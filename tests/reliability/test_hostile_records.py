@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from time import time_ns
 from typing import Any
 
 import pytest
@@ -234,3 +235,26 @@ def test_show_json_escapes_what_text_output_escapes(tmp_path: Path, capsys: pyte
     assert not any(ch in out for ch in "\u009b\u202e\x7f\u2028\U000e0041")
     assert "\\u009b" in out and "\\u202e" in out
     assert json.loads(out)["manifest"]["model"] == hostile  # the same value, escaped
+
+
+def test_a_planted_run_index_is_neither_waited_on_nor_believed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evals.store import refs, run_index
+    from evals.store.records import DirStore
+
+    cache = tmp_path / "cache"
+    first, second = eval_run(reaction_eval.TASK, cache, capsys), eval_run(tagging_eval.TASK, cache, capsys)
+    store = DirStore(cache / "runs")
+    later = lambda: time_ns() + 10 * run_index.SETTLE_NS  # noqa: E731 -- every file settled
+    refs.list_runs(store, clock=later)
+    index = cache / "runs" / ".index.json"
+    data = json.loads(index.read_text(encoding="utf-8"))
+    data["entries"][first]["summary"] = data["entries"][second]["summary"]  # first's row claims to be second
+    index.write_text(json.dumps(data), encoding="utf-8")
+    rows = {r.run_id: r.summary for r in refs.list_runs(store, clock=later)}
+    assert rows[first] is not None and rows[first].run_id == first and rows[first].task == "reaction"
+    index.unlink()
+    _fifo(index)  # opening it for reading without O_NONBLOCK waits for a writer forever
+    code, out, _ = cli(cache, capsys, "list")
+    assert code == 0 and first in out and second in out
