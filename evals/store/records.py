@@ -400,7 +400,7 @@ class DirStore(RunStore):
         lock = self.run_dir(run_id) / ".lock"
         if not lock.exists():
             return False
-        fd = _open_lock(lock)
+        fd = _open_lock(lock, os.O_RDONLY | os.O_NOFOLLOW)  # read-only: a cache another user owns can be listed
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -410,10 +410,10 @@ class DirStore(RunStore):
         return False
 
 
-def _open_lock(lock: Path) -> int:
-    """An fd on a run's `.lock`, created if missing; a FIFO, device or symlink planted there is refused
-    in one line instead of hanging the open."""
+def _open_lock(lock: Path, flags: int = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW) -> int:
+    """An fd on a run's `.lock` (created if missing, by default); a FIFO, device or symlink planted there is
+    refused in one line instead of hanging the open."""
     try:
-        return open_regular(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600, todo="remove that file")
+        return open_regular(lock, flags, 0o600, todo="remove that file")
     except FileReadError as exc:
         raise RunError(f"cannot lock the run: {exc}") from None
