@@ -10,7 +10,7 @@ Refused in one line (exit 1): runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
-`--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares the three tasks at
+`--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
 once under Holm's correction, one verdict per task.
 
 Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
@@ -28,6 +28,7 @@ from typing import Any
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
+from evals import tasks
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
@@ -39,9 +40,8 @@ from evals.store.cache import ResponseCache, resolve_cache_dir
 from evals.store.records import DirStore, Manifest
 from evals.store.refs import resolve_ref
 
-__all__ = ["TASKS", "main", "with_answers"]
+__all__ = ["main", "with_answers"]
 
-TASKS = ("tagging", "reaction", "explanation")
 NOT_CACHED = "(not in the cache)"
 
 
@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="compare",
         description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
         "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous; "
-        "with --all they are @latest or @previous and the three tasks are decided together (Holm).",
+        "with --all they are @latest or @previous and every task is decided together (Holm).",
     )
     parser.add_argument("base", metavar="BASE", help="the baseline run")
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
@@ -110,8 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _compare(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = DirStore(cache_dir / "runs")
-    tasks = TASKS if args.all else ("",)
-    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}") for task in tasks]
+    names = tasks.names() if args.all else ("",)
+    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}") for task in names]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     if args.all:
         found = list(compare_all(scores, margin=args.margin, show=args.show))

@@ -3,7 +3,8 @@
 A decision is taken over two recorded runs (`evals.analysis.pairing.decide`, the optimiser's gate);
 `python -m evals.rescore` re-scores the candidate, re-scores its baseline too, recomputes
 the verdict with the recorded margin from the cache alone and says whether it changed.
-The scorer change is injected through `rescore.TASKS`, as tests/test_rescore.py does.
+The scorer change is injected through the task registry (the `swap_task` fixture), as
+tests/test_rescore.py does.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +80,13 @@ def test_rescore_with_todays_scorer_says_the_decision_is_unchanged(
 
 
 def test_a_scorer_change_that_flips_the_decision_is_reported(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    swap_task: Callable[[Any], None],
 ) -> None:
     d = decided(tmp_path)
-    monkeypatch.setitem(rescore.TASKS, "tagging", dataclasses.replace(tagging_eval.TASK, score_one=inverted))
+    swap_task(dataclasses.replace(tagging_eval.TASK, score_one=inverted))
     code, out = run_rescore(capsys, d.cache)
     assert code == 0  # a changed decision is reported, not an error
     assert f"decision on {d.cand} (baseline {d.base}): was ship, would now be regress (-0.70 [" in out
@@ -104,10 +109,13 @@ def test_the_recorded_margin_is_the_one_rechecked(tmp_path: Path, capsys: pytest
 
 
 def test_rescoring_the_candidate_alone_rescores_its_baseline_too(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    swap_task: Callable[[Any], None],
 ) -> None:
     d = decided(tmp_path)
-    monkeypatch.setitem(rescore.TASKS, "tagging", dataclasses.replace(tagging_eval.TASK, score_one=inverted))
+    swap_task(dataclasses.replace(tagging_eval.TASK, score_one=inverted))
     code, out = run_rescore(capsys, d.cache, "--run", d.cand)
     assert code == 0
     assert "re-scored 1 run(s)" in out and "would now be regress" in out  # the baseline was re-scored as well
