@@ -165,6 +165,8 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
+    for command in (ls, show, prune, gc):  # the shared option before or after the subcommand
+        command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 
