@@ -15,6 +15,7 @@ from attest.vocab import REFUSAL
 from evals import explanation_eval, reaction_eval, tagging_eval, tasks
 from evals.analysis import baselines
 from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.words import content_words
 from evals.engine.pipeline import Task
 from evals.engine.task import Strategy
 
@@ -95,14 +96,19 @@ def test_reaction_trivial_takes_the_better_of_yes_and_no_on_the_cases_given(yes:
     assert found is not None and found.answer.startswith(f"always verdict {word}, the item's title")
 
 
-def test_explanation_trivial_echoes_the_title_and_refuses_on_no_shared_word() -> None:
+def test_explanation_trivial_tries_the_title_echo_with_and_without_the_refuse_rule() -> None:
     dev = _dev("explanation")
     found = baselines.trivial(explanation_eval.TASK, dev)
-    assert found is not None and "You: {title}" in found.answer
-    echo = _mean(explanation_eval.TASK, dev, lambda c: json.dumps({"text": f"You: {c.title}"}))
-    assert sum(found.scores.values()) / len(dev) >= echo
-    describes = [s.describe for s in explanation_eval.strategies(dev)]
-    assert any("refusing when interests and item share no content word" in d for d in describes)
+    assert found is not None
+    echoes = [s for s in explanation_eval.strategies(dev) if "You: {title}" in s.describe]
+    assert len(echoes) == 2 and any(
+        "refusing when interests and item share no content word" in s.describe for s in echoes
+    )
+    best = sum(found.scores.values()) / len(dev)
+    assert all(best >= _mean(explanation_eval.TASK, dev, s.answer) for s in echoes)
+    refuse_rule = next(s for s in echoes if "refusing" in s.describe)
+    no_overlap = next(c for c in dev if not content_words(c.interests) & content_words(f"{c.title} {c.summary}"))
+    assert json.loads(refuse_rule.answer(no_overlap)) == {"text": REFUSAL}
 
 
 def test_tagging_strategies_are_the_most_frequent_gold_tags_of_the_cases() -> None:
