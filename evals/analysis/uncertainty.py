@@ -23,15 +23,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps  # type: ignore[import-untyped]
 
-from evals.analysis import stats
+from evals.analysis import paired, stats
 from evals.analysis.baselines import Baseline
+from evals.analysis.power import Detectable, minimum_detectable_effect
 from evals.corpus.cases import AnyCase
 from evals.engine.pipeline import CaseResult
 from evals.engine.task import Task
 
-__all__ = ["ASSUMES",
+__all__ = [
+    "ASSUMES",
     "block",
     "detectable",
     "estimate",
@@ -73,20 +74,14 @@ def estimate(values: Sequence[float], method: str) -> tuple[stats.Estimate, str]
     the bootstrap is used for graded tasks even when one run's scores happen to be all 0/1.
     """
     arr = np.asarray(values, dtype=float)
-    n, mean = arr.size, float(arr.mean()) if arr.size else 0.0
+    if method == WILSON and not stats.is_binary(arr):
+        raise ValueError("the task declares 0/1 scores (Wilson intervals) but scored a case between 0 and 1")
+    found = stats.mean_estimate(arr, binary=method == WILSON)
     if method == WILSON:
-        if not stats.is_binary(arr):
-            raise ValueError("the task declares 0/1 scores (Wilson intervals) but scored a case between 0 and 1")
-        return stats.proportion(int(arr.sum()), n), WILSON
-    if n and np.all(arr == arr[0]):
-        return stats.Estimate(mean, stats.Interval(mean, mean, stats.LEVEL), n), "none: every score is equal"
-    if not stats.is_binary(arr):
-        found = stats.mean_estimate(arr)  # BCa, or Student t above BOOTSTRAP_MAX_N
-        return found, BOOTSTRAP if n <= stats.BOOTSTRAP_MAX_N else "Student t"
-    if n > stats.BOOTSTRAP_MAX_N:
-        half = float(sps.t.ppf(0.5 + stats.LEVEL / 2, n - 1)) * float(arr.std(ddof=1)) / math.sqrt(n)
-        return stats.Estimate(mean, stats.Interval(mean - half, mean + half, stats.LEVEL), n), "Student t"
-    return stats.Estimate(mean, stats._bootstrap(arr, stats.LEVEL, stats.SEED), n), BOOTSTRAP
+        return found, WILSON
+    if arr.size and np.all(arr == arr[0]):
+        return found, "none: every score is equal"
+    return found, BOOTSTRAP if arr.size <= stats.BOOTSTRAP_MAX_N else "Student t"
 
 
 def estimate_json(estimate: stats.Estimate, method: str = "", *, signed: bool = False) -> dict[str, Any]:
@@ -108,7 +103,7 @@ def _baseline_row(baseline: Baseline, ids: Sequence[str], model: Sequence[float]
     if missing:
         raise ValueError(f"baseline {baseline.name} has no score for cases {missing[:5]}: score it on the same cases")
     base = [baseline.scores[i] for i in ids]
-    difference = estimate_json(stats.difference(base, model), "adjusted Wald, paired", signed=True)
+    difference = estimate_json(paired.difference(base, model), "adjusted Wald, paired", signed=True)
     return {"name": baseline.name, "answer": baseline.answer, **_mean_of(base, method), "difference": difference}
 
 
@@ -133,8 +128,8 @@ def detectable(model: Sequence[float], *, power: float = 0.8, alpha: float = 0.0
     n = len(model)
     sd_cases = float(np.std(model, ddof=1)) if n > 1 else 0.0
     sd = math.sqrt(2.0) * sd_cases
-    effect = stats.minimum_detectable_effect(n, sd, alpha=alpha, power=power)
-    shown = stats.Detectable(effect, n, sd, "sd of differences", power)
+    effect = minimum_detectable_effect(n, sd, alpha=alpha, power=power)
+    shown = Detectable(effect, n, sd, "sd of differences", power)
     return {
         "effect": None if math.isinf(effect) else effect,
         "n": n,
