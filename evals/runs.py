@@ -30,6 +30,8 @@ from evals.store.refs import RunRow, list_runs, resolve_ref
 
 __all__ = ["main"]
 
+CACHE_DIR_HELP = "cache and run directory (env ATTEST_CACHE_DIR; default cache/)"
+
 
 def _age(created: float) -> str:
     seconds = max(0.0, time.time() - created)
@@ -64,20 +66,14 @@ def _list(store: DirStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _task_names() -> list[str]:
-    """The tasks there are (one call, to become the task registry's)."""
-    from evals import explanation_eval, reaction_eval, tagging_eval
-
-    return sorted(t.TASK.name for t in (explanation_eval, reaction_eval, tagging_eval))
-
-
 def _known_task(store: DirStore, task: str | None) -> str | None:
     """`task` when it names a task; an unknown one is an error naming the known ones, not an empty table."""
     if task is None:
         return None
-    names = _task_names()
-    if task not in names:
-        raise AttestError(f"unknown task {task!r} in {store.root}: the tasks are {', '.join(names)}")
+    from evals import tasks  # the task modules load only when a task is named
+
+    if task not in tasks.names():
+        raise AttestError(f"unknown task {task!r} (listing {store.root}): {tasks.known()}")
     return task
 
 
@@ -168,35 +164,26 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-_CACHE_HELP = "cache and run directory (env ATTEST_CACHE_DIR; default cache/)"
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
-    parser.add_argument("--cache-dir", help=_CACHE_HELP)
-    # the shared options again on every subcommand (`runs list --cache-dir D` = `runs --cache-dir D list`);
-    # SUPPRESS: a subcommand that is not given one keeps the value given before it
-    shared = OneLineErrorParser(add_help=False)
-    shared.add_argument("--cache-dir", default=argparse.SUPPRESS, help=_CACHE_HELP)
+    parser.add_argument("--cache-dir", help=CACHE_DIR_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
-    ls = sub.add_parser("list", help="one row per run, newest first", parents=[shared])
+    ls = sub.add_parser("list", help="one row per run, newest first")
     ls.add_argument("--task", help="only this task's runs")
     ls.add_argument("--json", action="store_true", help="print JSON")
-    show = sub.add_parser(
-        "show", help="a run's provenance, then each case's answer, score and errors", parents=[shared]
-    )
+    show = sub.add_parser("show", help="a run's provenance, then each case's answer, score and errors")
     show.add_argument("run", help="a run id, or TASK@latest / TASK@previous")
     show.add_argument("--case", help="only this case id")
     show.add_argument("--json", action="store_true", help="print JSON")
-    prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)", parents=[shared])
+    prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")
     prune.add_argument("--keep-last", type=at_least(1), metavar="N", help="all but the newest N complete runs per task")
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
-    gc = sub.add_parser(
-        "gc", help="remove cache entries no remaining run references (a dry run unless --yes)", parents=[shared]
-    )
+    gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
+    for command in (ls, show, prune, gc):  # the shared option before or after the subcommand
+        command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
     return parser
 
 
