@@ -1,0 +1,163 @@
+"""The pages' plots: matplotlib figures rendered to inline SVG (the `svg` backend through `Agg`'s
+canvas-free path), with no external reference and no untrusted markup.
+
+Text stays text (`svg.fonttype = none`, a generic sans-serif family, no @font-face), so a
+plot is small and loads nothing. Labels that come from data (family names, task names)
+are made printable, cut, and have mathtext's `$` escaped before matplotlib sees them;
+matplotlib escapes `<`, `>` and `&` in SVG text; and `clean` then removes every comment,
+the metadata block and any `href` that is not a local `#id`, so the result may be inlined
+into a page as is.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+from matplotlib.figure import Figure  # noqa: E402
+
+from attest.text import printable  # noqa: E402
+
+__all__ = ["Point", "clean", "confusion", "forest", "histogram", "label", "reliability"]
+
+BLUE, GREY, RED, GREEN, ORANGE = "#1f5fa8", "#8a8a8a", "#b3261e", "#1e7b34", "#c26a00"
+LABEL_MAX = 28
+_SALT = itertools.count()
+_STYLE = {
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.image_inline": True,
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One row of a forest plot: a mean and its interval, and optional extra markers (name -> x)."""
+
+    label: str
+    mean: float
+    low: float
+    high: float
+    marks: tuple[tuple[str, float], ...] = ()
+
+
+def label(text: str) -> str:
+    """A data label safe for matplotlib: printable, short, and with no mathtext."""
+    shown = printable(text)
+    shown = shown if len(shown) <= LABEL_MAX else shown[: LABEL_MAX - 1] + "…"
+    return shown.replace("$", r"\$")
+
+
+def _svg(fig: Figure) -> str:
+    out = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"attest-{next(_SALT)}"}):
+        fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    return clean(out.getvalue())
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>", re.S)
+_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>", re.S)
+_HREF = re.compile(r'\s(?:xlink:)?href="(?!#)[^"]*"')
+
+
+def clean(svg: str) -> str:
+    """An SVG made fit to inline: no prolog, comments, metadata, or link that is not a local #id."""
+    for pattern in (_PROLOG, _COMMENT, _METADATA, _HREF):
+        svg = pattern.sub("", svg)
+    return svg.strip()
+
+
+def _figure(width: float, height: float) -> tuple[Figure, Any]:
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(width, height))
+    return fig, ax
+
+
+def forest(
+    points: Sequence[Point], *, xlabel: str, lines: Sequence[tuple[float, str]] = (), xlim: tuple[float, float] = (0, 1)
+) -> str:
+    """Points with intervals, one row each (top to bottom), with reference lines (x, name) drawn across."""
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = _figure(6.4, 0.9 + 0.32 * max(1, len(points)))
+        ys = list(range(len(points)))[::-1]
+        for y, p in zip(ys, points, strict=True):
+            ax.plot([p.low, p.high], [y, y], color=BLUE, lw=2, solid_capstyle="butt")
+            ax.plot([p.mean], [y], "o", color=BLUE, ms=5)
+            for (name, x), marker in zip(p.marks, ("D", "x", "s", "^"), strict=False):
+                ax.plot([x], [y], marker, color=GREY, ms=4, label=name if y == ys[0] else None)
+        for (x, name), colour in zip(lines, (GREY, ORANGE, RED), strict=False):
+            ax.axvline(x, color=colour, lw=1, ls="--", label=name)
+        ax.set_yticks(ys, [label(p.label) for p in points])
+        ax.set_xlim(*xlim)
+        ax.set_ylim(-0.7, len(points) - 0.3)
+        ax.set_xlabel(xlabel)
+        ax.grid(axis="x", color="#e4e4e4", lw=0.6)
+        if lines or any(p.marks for p in points):
+            ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False, fontsize=8)
+        return _svg(fig)
+
+
+def histogram(scores: Sequence[float]) -> str:
+    """The distribution of per-sample scores in [0, 1]."""
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = _figure(4.2, 2.4)
+        ax.hist(list(scores), bins=[i / 10 for i in range(11)], color=BLUE, edgecolor="white")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("score")
+        ax.set_ylabel("samples")
+        return _svg(fig)
+
+
+def confusion(counts: Sequence[Sequence[int]], names: Sequence[str], *, field: str) -> str:
+    """A confusion matrix: rows are the gold value, columns the answer's (counts, with the unparseable column)."""
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = _figure(3.6, 2.6)
+        ax.imshow(counts, cmap="Blues")
+        top = max([max(row) for row in counts] + [1])
+        for i, row in enumerate(counts):
+            for j, value in enumerate(row):
+                ax.text(j, i, str(value), ha="center", va="center", color="white" if value > top / 2 else "black")
+        columns = [label(n) for n in names] + ["unparsed"]
+        ax.set_xticks(range(len(columns)), columns)
+        ax.set_yticks(range(len(names)), [label(n) for n in names])
+        ax.set_xlabel(f"answered {label(field)}")
+        ax.set_ylabel(f"gold {label(field)}")
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+        return _svg(fig)
+
+
+def reliability(rows: Sequence[tuple[int, float, int]], *, field: str) -> str:
+    """Stated confidence against accuracy: (confidence value, share right, how many) per value."""
+    with matplotlib.rc_context(_STYLE):
+        fig, ax = _figure(4.2, 2.6)
+        values = [r[0] for r in rows]
+        lo, hi = (min(values), max(values)) if values else (1, 5)
+        if hi > lo:
+            ax.plot([lo, hi], [0, 1], color=GREY, lw=1, ls="--", label="calibrated (lowest=0, highest=1)")
+        ax.plot(values, [r[1] for r in rows], "o-", color=BLUE, label="share right")
+        for value, share, n in rows:
+            ax.annotate(f"n={n}", (value, share), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
+        ax.set_ylim(-0.05, 1.12)
+        ax.set_xlim(lo - 0.5, hi + 0.5)
+        ax.set_xticks(range(math.floor(lo), math.ceil(hi) + 1))
+        ax.set_xlabel(f"stated {label(field)}")
+        ax.set_ylabel("accuracy")
+        ax.legend(loc="lower right", frameon=False, fontsize=7)
+        return _svg(fig)
