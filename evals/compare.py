@@ -10,6 +10,9 @@ Refused in one line (exit 1): runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
+`--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
+standard output).
+
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares the three tasks at
 once under Holm's correction, one verdict per task.
 
@@ -28,7 +31,7 @@ from typing import Any
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, compare, compare_all, exit_code
+from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
 from evals.engine.pipeline import AnswerCache
@@ -90,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
+    parser.add_argument(
+        "--html", metavar="FILE", help="also write the comparison's page (one offline HTML file) to FILE; - for stdout"
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
@@ -122,11 +128,29 @@ def _compare(args: argparse.Namespace) -> int:
         found = [
             with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)
         ]
+        if args.html is not None:
+            _write_html(found, scores, store, cache, args.html)
     finally:
         if cache is not None:
             cache.close()
-    _print(found, args)
+    if args.html != "-":
+        _print(found, args)
+    if args.html not in (None, "-"):
+        print(f"page        {args.html}")
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
+
+
+def _write_html(
+    found: list[Comparison],
+    scores: list[tuple[RunScores, RunScores]],
+    store: DirStore,
+    cache: AnswerCache | None,
+    target: str,
+) -> None:
+    from evals.render.html import write_page
+    from evals.render.pages import comparison_html
+
+    write_page(comparison_html(found, scores, store, cache), target)
 
 
 def _load_pair(store: DirStore, base: str, cand: str) -> tuple[Run, Run]:

@@ -73,7 +73,9 @@ def _constant(valid: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
     for name in fields:
         values = Counter(canonical(p[name]) for _, p in valid)
         if len(values) == 1:
-            out.append(f"every answer has {name} = {_cut(next(iter(values)))} ({n} of {n}): the answers ignore the input")
+            out.append(
+                f"every answer has {name} = {_cut(next(iter(values)))} ({n} of {n}): the answers ignore the input"
+            )
     return out
 
 

@@ -2,7 +2,8 @@
 
 `python evals/run_reaction_eval.py --backend local --split dev` and friends are
 thin wrappers over `main(task, argv)`. `main` takes the backend factory, so tests
-pass a fake instead of patching this module.
+pass a fake instead of patching this module. After the report, the run's page is
+written beside its records (`cache/runs/<id>/report.html`) and its path is the last line.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
 from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import CachedChat, Task, load_cases, stderr_progress
-from evals.render.report import annotate, print_report
+from evals.render.page_run import Texts, answer_texts
+from evals.render.report import annotate, degenerate_warnings, print_report, write_run_page
 from evals.store.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
 from evals.store.records import DirStore
 
@@ -110,9 +112,10 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
             outcome = _generate_and_score(spec, args, cache, backend)
         finally:
             backend.close()
+        texts = answer_texts(cache, outcome.manifest.samples)  # for the degenerate-answer warnings and the page
     finally:
         cache.close()
-    _show(outcome, args, DirStore(cache_dir / "runs"), cache.warnings)
+    _show(outcome, args, DirStore(cache_dir / "runs"), cache.warnings, texts)
     return 0
 
 
@@ -128,12 +131,17 @@ def _generate_and_score(spec: RunSpec, args: argparse.Namespace, cache: Response
         raise BackendError(f"{exc} (every answer received so far is cached: rerun to continue)", url=exc.url) from None
 
 
-def _show(outcome: RunOutcome, args: argparse.Namespace, store: DirStore, warnings: Sequence[str]) -> None:
+def _show(
+    outcome: RunOutcome, args: argparse.Namespace, store: DirStore, warnings: Sequence[str], texts: Texts
+) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     outcome = annotate(outcome, store)
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
+    degenerate = degenerate_warnings(outcome, texts)
     if args.json:
         print(json.dumps(outcome.report.model_dump(mode="json"), indent=1))
     else:
-        print_report(outcome, store.run_dir(outcome.run_id), worst=args.worst)
+        print_report(outcome, store.run_dir(outcome.run_id), worst=args.worst, degenerate=degenerate)
+    page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
+    print(f"  page            {page}", file=sys.stderr if args.json else sys.stdout)

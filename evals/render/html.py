@@ -66,9 +66,18 @@ def csp(script: str) -> str:
 def _render(template: str, title: str, **values: Any) -> str:
     style, script = _assets()
     safe_svgs = {k: Markup(v) for k, v in values.pop("svgs", {}).items()}
-    return _env().get_template(template).render(
-        title=title, style=Markup(style), script=Markup(script), csp=csp(script), version=__version__,
-        svgs=safe_svgs, **values,
+    return (
+        _env()
+        .get_template(template)
+        .render(
+            title=title,
+            style=Markup(style),
+            script=Markup(script),
+            csp=csp(script),
+            version=__version__,
+            svgs=safe_svgs,
+            **values,
+        )
     )
 
 

@@ -103,8 +103,11 @@ def compare_page_data(
     """The page's data; `answers` maps case id to each run's answer text (sample 0), `family` case to
     family, `scores` case to its (baseline) mean score, for the unchanged cases."""
     b, c = answers
-    rows = [_pair(ch.case_id, ch.family, kind, ch.base, ch.cand, b, c) for kind, chs in
-            (("regressed", x.regressed), ("improved", x.improved)) for ch in chs]
+    rows = [
+        _pair(ch.case_id, ch.family, kind, ch.base, ch.cand, b, c)
+        for kind, chs in (("regressed", x.regressed), ("improved", x.improved))
+        for ch in chs
+    ]
     rows += [
         _pair(case, family.get(case, "(none)"), "unchanged", scores.get(case, 0.0), scores.get(case, 0.0), b, c)
         for case in x.unchanged
@@ -123,7 +126,9 @@ def compare_page_data(
     return page
 
 
-def _pair(case: str, fam: str, kind: str, base: float, cand: float, b: Mapping[str, str], c: Mapping[str, str]) -> PairRow:
+def _pair(
+    case: str, fam: str, kind: str, base: float, cand: float, b: Mapping[str, str], c: Mapping[str, str]
+) -> PairRow:
     x, y = b.get(case, "(not in the cache)"), c.get(case, "(not in the cache)")
     diff = word_diff(x, y) if kind != "unchanged" or x != y else [(" ", x)]
     return PairRow(case, fam, kind, base, cand, x, y, diff)
@@ -138,11 +143,16 @@ def _plots(x: Comparison) -> dict[str, str]:
     lines = [(0.0, "no difference")] + ([(x.margin, f"margin {x.margin:g}")] if x.margin > 0 else [])
     level = pct(p.interval.level)
     span = min(1.0, max(0.1, abs(p.interval.low), abs(p.interval.high), x.margin) * 1.25)
-    head = [plots.Point("candidate − baseline", p.mean_diff, p.interval.low, p.interval.high)]
-    out = {"verdict": plots.forest(head, xlabel=f"difference in mean score ({level} interval)", lines=lines,
-                                   xlim=(-span, span))}
-    rows = [plots.Point(f.family, f.difference.mean, f.difference.interval.low, f.difference.interval.high)
-            for f in x.families]
+    head = [plots.Point("candidate - baseline", p.mean_diff, p.interval.low, p.interval.high)]
+    out = {
+        "verdict": plots.forest(
+            head, xlabel=f"difference in mean score ({level} interval)", lines=lines, xlim=(-span, span)
+        )
+    }
+    rows = [
+        plots.Point(f.family, f.difference.mean, f.difference.interval.low, f.difference.interval.high)
+        for f in x.families
+    ]
     if rows:
         out["families"] = plots.forest(rows, xlabel="difference by family (95% intervals)", lines=lines, xlim=(-1, 1))
     return out
@@ -152,6 +162,13 @@ def overview(pages: Sequence[ComparePage]) -> str:
     """With --all: each task's difference at its Holm-adjusted level, against 0 and the margin."""
     x0 = pages[0].x
     lines = [(0.0, "no difference")] + ([(x0.margin, f"margin {x0.margin:g}")] if x0.margin > 0 else [])
-    rows = [plots.Point(f"{p.x.task} ({pct(p.x.paired.interval.level)})", p.x.paired.mean_diff,
-                        p.x.paired.interval.low, p.x.paired.interval.high) for p in pages]
+    rows = [
+        plots.Point(
+            f"{p.x.task} ({pct(p.x.paired.interval.level)})",
+            p.x.paired.mean_diff,
+            p.x.paired.interval.low,
+            p.x.paired.interval.high,
+        )
+        for p in pages
+    ]
     return plots.forest(rows, xlabel="difference in mean score (Holm-adjusted intervals)", lines=lines, xlim=(-1, 1))

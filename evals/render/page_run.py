@@ -20,9 +20,10 @@ from evals.engine.pipeline import AnswerCache
 from evals.render import plots
 from evals.store.records import Manifest, Report, SampleRef
 
-__all__ = ["CaseRow", "RunPage", "answer_texts", "run_page_data", "split_case"]
+__all__ = ["CaseRow", "RunPage", "Texts", "answer_texts", "run_page_data", "split_case"]
 
 META = ("id", "split", "family", "note")
+Texts = Mapping[tuple[str, int], "str | None"]  # (case id, sample) -> the answer text (None: not in the cache)
 SCALE_MAX = 10  # a whole-number answer field with at most this many values is a scale (a confidence)
 
 
@@ -132,7 +133,9 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
         gen = report.generate
         facts.append(("median latency", latency))
         if gen:
-            facts.append(("cache", f"{gen.get('hits')} hits, {gen.get('misses')} misses, {gen.get('seconds', 0):.2f} s"))
+            facts.append(
+                ("cache", f"{gen.get('hits')} hits, {gen.get('misses')} misses, {gen.get('seconds', 0):.2f} s")
+            )
     return facts
 
 
@@ -159,7 +162,9 @@ def _verdict_plots(rows: Sequence[CaseRow], cases: Mapping[str, Mapping[str, Any
     if flag is None:
         return {}
     golds = [(bool(cases[r.case][flag]), p.get(flag) if p else None) for r, p in parsed if r.case in cases]
-    counts = [[sum(1 for g, a in golds if g is gold and a is ans) for ans in (False, True, None)] for gold in (False, True)]
+    counts = [
+        [sum(1 for g, a in golds if g is gold and a is ans) for ans in (False, True, None)] for gold in (False, True)
+    ]
     out = {"confusion": plots.confusion(counts, ["false", "true"], field=flag)}
     scale = _scale([p for _, p in parsed if p is not None], flag)
     if scale is not None:
@@ -172,7 +177,9 @@ def _verdict_plots(rows: Sequence[CaseRow], cases: Mapping[str, Mapping[str, Any
     return out
 
 
-def _shared_flag(parsed: Sequence[tuple[CaseRow, dict[str, Any] | None]], cases: Mapping[str, Mapping[str, Any]]) -> str | None:
+def _shared_flag(
+    parsed: Sequence[tuple[CaseRow, dict[str, Any] | None]], cases: Mapping[str, Mapping[str, Any]]
+) -> str | None:
     """The first field that is a yes/no value both in the gold cases and in most parsed answers."""
     answers = [p for _, p in parsed if p is not None]
     gold = [cases[r.case] for r, _ in parsed if r.case in cases]

@@ -23,17 +23,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
-from attest.text import printable  # noqa: E402
+from attest.text import printable
 
 __all__ = ["Point", "clean", "confusion", "forest", "histogram", "label", "reliability"]
 
 BLUE, GREY, RED, GREEN, ORANGE = "#1f5fa8", "#8a8a8a", "#b3261e", "#1e7b34", "#c26a00"
 LABEL_MAX = 28
 _SALT = itertools.count()
-_STYLE = {
+_STYLE: Any = {  # matplotlib types rc keys as Literals; this dict is checked by matplotlib at use
     "svg.fonttype": "none",
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
