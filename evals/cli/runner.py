@@ -143,5 +143,9 @@ def _show(
         print(json.dumps(outcome.report.model_dump(mode="json"), indent=1))
     else:
         print_report(outcome, store.run_dir(outcome.run_id), worst=args.worst, degenerate=degenerate)
-    page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
+    try:
+        page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
+    except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing
+        print(f"warning: report.html not written ({exc}); `runs show ID --html FILE` retries", file=sys.stderr)
+        return
     print(f"  page            {page}", file=sys.stderr if args.json else sys.stdout)
