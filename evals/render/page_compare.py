@@ -146,7 +146,7 @@ def _plots(x: Comparison) -> dict[str, str]:
     head = [plots.Point("candidate - baseline", p.mean_diff, p.interval.low, p.interval.high)]
     out = {
         "verdict": plots.forest(
-            head, xlabel=f"difference in mean score ({level} interval)", lines=lines, xlim=(-span, span)
+            head, xlabel=f"difference in mean score ({level} interval)", lines=lines, xlim=(-span, span), width=4.4
         )
     }
     rows = [

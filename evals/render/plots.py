@@ -40,7 +40,6 @@ _STYLE: Any = {  # matplotlib types rc keys as Literals; this dict is checked by
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "svg.image_inline": True,
 }
 
 
@@ -90,11 +89,16 @@ def _figure(width: float, height: float) -> tuple[Figure, Any]:
 
 
 def forest(
-    points: Sequence[Point], *, xlabel: str, lines: Sequence[tuple[float, str]] = (), xlim: tuple[float, float] = (0, 1)
+    points: Sequence[Point],
+    *,
+    xlabel: str,
+    lines: Sequence[tuple[float, str]] = (),
+    xlim: tuple[float, float] = (0, 1),
+    width: float = 4.8,
 ) -> str:
     """Points with intervals, one row each (top to bottom), with reference lines (x, name) drawn across."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(6.4, 0.9 + 0.32 * max(1, len(points)))
+        fig, ax = _figure(width, 1.0 + 0.26 * max(1, len(points)))
         ys = list(range(len(points)))[::-1]
         for y, p in zip(ys, points, strict=True):
             ax.plot([p.low, p.high], [y, y], color=BLUE, lw=2, solid_capstyle="butt")
@@ -116,7 +120,7 @@ def forest(
 def histogram(scores: Sequence[float]) -> str:
     """The distribution of per-sample scores in [0, 1]."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(4.2, 2.4)
+        fig, ax = _figure(3.4, 2.3)
         ax.hist(list(scores), bins=[i / 10 for i in range(11)], color=BLUE, edgecolor="white")
         ax.set_xlim(0, 1)
         ax.set_xlabel("score")
@@ -127,26 +131,28 @@ def histogram(scores: Sequence[float]) -> str:
 def confusion(counts: Sequence[Sequence[int]], names: Sequence[str], *, field: str) -> str:
     """A confusion matrix: rows are the gold value, columns the answer's (counts, with the unparseable column)."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(3.6, 2.6)
-        ax.imshow(counts, cmap="Blues")
+        fig, ax = _figure(3.2, 2.3)
         top = max([max(row) for row in counts] + [1])
+        ax.pcolormesh(counts, cmap="Blues", vmin=0, vmax=top, edgecolors="white", linewidth=2)  # vector, no image
+        ax.invert_yaxis()
         for i, row in enumerate(counts):
             for j, value in enumerate(row):
-                ax.text(j, i, str(value), ha="center", va="center", color="white" if value > top / 2 else "black")
+                ax.text(j + 0.5, i + 0.5, str(value), ha="center", va="center", color="white" if value > top / 2 else "black")
         columns = [label(n) for n in names] + ["unparsed"]
-        ax.set_xticks(range(len(columns)), columns)
-        ax.set_yticks(range(len(names)), [label(n) for n in names])
+        ax.set_xticks([j + 0.5 for j in range(len(columns))], columns)
+        ax.set_yticks([i + 0.5 for i in range(len(names))], [label(n) for n in names])
+        ax.tick_params(length=0)
         ax.set_xlabel(f"answered {label(field)}")
         ax.set_ylabel(f"gold {label(field)}")
-        for side in ("left", "bottom"):
-            ax.spines[side].set_visible(False)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
         return _svg(fig)
 
 
 def reliability(rows: Sequence[tuple[int, float, int]], *, field: str) -> str:
     """Stated confidence against accuracy: (confidence value, share right, how many) per value."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(4.2, 2.6)
+        fig, ax = _figure(3.6, 2.3)
         values = [r[0] for r in rows]
         lo, hi = (min(values), max(values)) if values else (1, 5)
         if hi > lo:
