@@ -3,7 +3,7 @@ canvas-free path), with no external reference and no untrusted markup.
 
 Text stays text (`svg.fonttype = none`, a generic sans-serif family, no @font-face), so a
 plot is small and loads nothing. Labels that come from data (family names, task names)
-are made printable, cut, and have mathtext's `$` escaped before matplotlib sees them;
+are made printable and cut before matplotlib sees them, and mathtext is off;
 matplotlib escapes `<`, `>` and `&` in SVG text; and `clean` then removes every comment,
 the metadata block and any `href` that is not a local `#id`, so the result may be inlined
 into a page as is.
@@ -12,7 +12,6 @@ into a page as is.
 from __future__ import annotations
 
 import io
-import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -32,12 +31,12 @@ __all__ = ["Point", "clean", "confusion", "forest", "histogram", "label", "relia
 
 BLUE, GREY, RED, GREEN, ORANGE = "#1f5fa8", "#8a8a8a", "#b3261e", "#1e7b34", "#c26a00"
 LABEL_MAX = 28
-_SALT = itertools.count()
 _STYLE: Any = {  # matplotlib types rc keys as Literals; this dict is checked by matplotlib at use
     "svg.fonttype": "none",
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
     "font.size": 9,
+    "text.parse_math": False,  # a `$` in a family name is a dollar sign, never mathtext
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
@@ -55,15 +54,15 @@ class Point:
 
 
 def label(text: str) -> str:
-    """A data label safe for matplotlib: printable, short, and with no mathtext."""
+    """A data label made printable and short (mathtext is off for every plot: `text.parse_math`)."""
     shown = printable(text)
     shown = shown if len(shown) <= LABEL_MAX else shown[: LABEL_MAX - 1] + "…"
-    return shown.replace("$", r"\$")
+    return shown
 
 
 def _svg(fig: Figure) -> str:
     out = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": f"attest-{next(_SALT)}"}):
+    with matplotlib.rc_context({"svg.hashsalt": "attest"}):  # ids from content: a page is reproducible
         fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     return clean(out.getvalue())
@@ -104,7 +103,7 @@ def forest(
             ax.plot([p.low, p.high], [y, y], color=BLUE, lw=2, solid_capstyle="butt")
             ax.plot([p.mean], [y], "o", color=BLUE, ms=5)
             for (name, x), marker in zip(p.marks, ("D", "x", "s", "^"), strict=False):
-                ax.plot([x], [y], marker, color=GREY, ms=4, label=name if y == ys[0] else None)
+                ax.plot([x], [y], marker, color=GREY, ms=4, label=label(name) if y == ys[0] else None)
         for (x, name), colour in zip(lines, (GREY, ORANGE, RED), strict=False):
             ax.axvline(x, color=colour, lw=1, ls="--", label=name)
         ax.set_yticks(ys, [label(p.label) for p in points])
