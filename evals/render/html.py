@@ -36,6 +36,8 @@ def _visible(value: Any) -> Any:
     """Jinja2's finalize: text shown with its control and bidi characters as visible escapes."""
     if isinstance(value, Markup) or not isinstance(value, str):
         return value
+    if value.replace("\n", "").isprintable():  # the common case, at C speed: printable() would keep it as is
+        return value
     return printable(value, multiline=True)
 
 

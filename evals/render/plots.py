@@ -63,7 +63,7 @@ def label(text: str) -> str:
 def _svg(fig: Figure) -> str:
     out = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": "attest"}):  # ids from content: a page is reproducible
-        fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+        fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     return clean(out.getvalue())
 
@@ -81,9 +81,11 @@ def clean(svg: str) -> str:
     return svg.strip()
 
 
-def _figure(width: float, height: float) -> tuple[Figure, Any]:
+def _figure(width: float, height: float, *, left: float, bottom: float = 0.45, top: float = 0.12) -> tuple[Figure, Any]:
+    """A figure with fixed margins in inches (a tight bounding box would draw every plot twice)."""
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(width, height))
+    fig.subplots_adjust(left=left / width, right=1 - 0.15 / width, bottom=bottom / height, top=1 - top / height)
     return fig, ax
 
 
@@ -97,7 +99,12 @@ def forest(
 ) -> str:
     """Points with intervals, one row each (top to bottom), with reference lines (x, name) drawn across."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(width, 1.0 + 0.26 * max(1, len(points)))
+        labels = [label(p.label) for p in points]
+        legend = bool(lines or any(p.marks for p in points))
+        chars = max([len(t) for t in labels] + [4])
+        fig, ax = _figure(
+            width, 1.0 + 0.26 * max(1, len(points)), left=0.2 + 0.068 * chars, top=0.35 if legend else 0.1
+        )
         ys = list(range(len(points)))[::-1]
         for y, p in zip(ys, points, strict=True):
             ax.plot([p.low, p.high], [y, y], color=BLUE, lw=2, solid_capstyle="butt")
@@ -106,12 +113,12 @@ def forest(
                 ax.plot([x], [y], marker, color=GREY, ms=4, label=label(name) if y == ys[0] else None)
         for (x, name), colour in zip(lines, (GREY, ORANGE, RED), strict=False):
             ax.axvline(x, color=colour, lw=1, ls="--", label=name)
-        ax.set_yticks(ys, [label(p.label) for p in points])
+        ax.set_yticks(ys, labels)
         ax.set_xlim(*xlim)
         ax.set_ylim(-0.7, len(points) - 0.3)
         ax.set_xlabel(xlabel)
         ax.grid(axis="x", color="#e4e4e4", lw=0.6)
-        if lines or any(p.marks for p in points):
+        if legend:
             ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False, fontsize=8)
         return _svg(fig)
 
@@ -119,7 +126,7 @@ def forest(
 def histogram(scores: Sequence[float]) -> str:
     """The distribution of per-sample scores in [0, 1]."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(3.4, 2.3)
+        fig, ax = _figure(3.4, 2.3, left=0.55)
         ax.hist(list(scores), bins=[i / 10 for i in range(11)], color=BLUE, edgecolor="white")
         ax.set_xlim(0, 1)
         ax.set_xlabel("score")
@@ -130,13 +137,20 @@ def histogram(scores: Sequence[float]) -> str:
 def confusion(counts: Sequence[Sequence[int]], names: Sequence[str], *, field: str) -> str:
     """A confusion matrix: rows are the gold value, columns the answer's (counts, with the unparseable column)."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(3.2, 2.3)
+        fig, ax = _figure(3.2, 2.3, left=0.85, bottom=0.5)
         top = max([max(row) for row in counts] + [1])
         ax.pcolormesh(counts, cmap="Blues", vmin=0, vmax=top, edgecolors="white", linewidth=2)  # vector, no image
         ax.invert_yaxis()
         for i, row in enumerate(counts):
             for j, value in enumerate(row):
-                ax.text(j + 0.5, i + 0.5, str(value), ha="center", va="center", color="white" if value > top / 2 else "black")
+                ax.text(
+                    j + 0.5,
+                    i + 0.5,
+                    str(value),
+                    ha="center",
+                    va="center",
+                    color="white" if value > top / 2 else "black",
+                )
         columns = [label(n) for n in names] + ["unparsed"]
         ax.set_xticks([j + 0.5 for j in range(len(columns))], columns)
         ax.set_yticks([i + 0.5 for i in range(len(names))], [label(n) for n in names])
@@ -151,7 +165,7 @@ def confusion(counts: Sequence[Sequence[int]], names: Sequence[str], *, field: s
 def reliability(rows: Sequence[tuple[int, float, int]], *, field: str) -> str:
     """Stated confidence against accuracy: (confidence value, share right, how many) per value."""
     with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(3.6, 2.3)
+        fig, ax = _figure(3.6, 2.3, left=0.6)
         values = [r[0] for r in rows]
         lo, hi = (min(values), max(values)) if values else (1, 5)
         if hi > lo:
