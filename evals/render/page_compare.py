@@ -146,7 +146,7 @@ def _plots(x: Comparison) -> dict[str, str]:
     head = [plots.Point("candidate - baseline", p.mean_diff, p.interval.low, p.interval.high)]
     out = {
         "verdict": plots.forest(
-            head, xlabel=f"difference in mean score ({level} interval)", lines=lines, xlim=(-span, span), width=4.4
+            head, xlabel=f"difference in mean score ({level} interval)", lines=lines, xlim=(-span, span), width=3.9
         )
     }
     rows = [
@@ -154,7 +154,9 @@ def _plots(x: Comparison) -> dict[str, str]:
         for f in x.families
     ]
     if rows:
-        out["families"] = plots.forest(rows, xlabel="difference by family (95% intervals)", lines=lines, xlim=(-1, 1))
+        out["families"] = plots.forest(
+            rows, xlabel="difference by family (95% intervals)", lines=lines, xlim=(-1, 1), width=4.1
+        )
     return out
 
 

@@ -29,6 +29,7 @@
   if (text) { text.addEventListener("input", apply); }
   var sorter = document.getElementById("sort-score");
   var order = 0;
+  var sortLabel = sorter ? sorter.textContent : "";
   if (sorter) {
     sorter.addEventListener("click", function () {
       order = order === 1 ? -1 : 1;
@@ -38,7 +39,7 @@
         return order * (x - y) || (Number(a.dataset.index) - Number(b.dataset.index));
       });
       sorted.forEach(function (row) { body.appendChild(row); });
-      sorter.textContent = order === 1 ? "score \u25b2" : "score \u25bc";
+      sorter.textContent = sortLabel + (order === 1 ? " \u25b2" : " \u25bc");
     });
   }
   apply();
