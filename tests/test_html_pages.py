@@ -11,10 +11,9 @@ import pytest
 from markupsafe import escape
 
 from evals import reaction_eval, runs
-from evals.analysis.comparison import Change
 from evals.cli import runner
 from evals.render import html
-from evals.render.page_compare import confounded, line_diff, word_diff
+from evals.render.page_compare import diff_lines, word_diff
 from evals.render.page_run import split_case
 from tests.browser.test_hostile import PAYLOAD, _compare_page, _run_page
 
@@ -76,26 +75,16 @@ def test_word_diff_marks_removed_and_added_words() -> None:
     ]
 
 
-def test_line_diff_of_the_system_prompts() -> None:
-    diff = line_diff({"a": "one\ntwo\nthree"}, {"b": "one\n2\nthree"})
-    assert [kind for kind, _ in diff] == ["@", " ", "-", "+", " "]
-    assert ("-", "-two") in diff and ("+", "+2") in diff
+def test_the_prompt_diff_and_the_confounding_come_from_the_comparison(tmp_path: Path) -> None:
+    path, _ = _compare_page(tmp_path)  # prompts and model differ between the two hostile runs
+    page = path.read_text(encoding="utf-8")
+    assert '<span class="minus">-&lt;script&gt;' in page and '<span class="plus">+other &lt;script&gt;' in page
+    assert "More than one thing changed</strong> (prompt, model)" in page
 
 
-def test_more_than_one_kind_of_change_is_named() -> None:
-    from dataclasses import dataclass
-
-    @dataclass
-    class X:
-        what_changed: tuple[Change, ...]
-
-    prompt, model, commit = (
-        Change("prompt_fingerprint", "a", "b"),
-        Change("model", "m", "n"),
-        Change("git_commit", 1, 2),
-    )
-    assert confounded(X((prompt, model))) == ["prompt", "model"]  # type: ignore[arg-type]
-    assert confounded(X((prompt, commit))) == []  # type: ignore[arg-type]
+def test_diff_lines_drop_the_header_and_keep_each_lines_kind() -> None:
+    diff = ["--- baseline", "+++ candidate", "@@ -1,3 +1,3 @@", " one", "-two", "+2"]
+    assert diff_lines(diff) == [("@", "@@ -1,3 +1,3 @@"), (" ", " one"), ("-", "-two"), ("+", "+2")]
 
 
 def test_a_cases_text_fields_are_inputs_and_the_rest_gold() -> None:

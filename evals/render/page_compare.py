@@ -2,10 +2,9 @@
 two runs' system prompts and every shared case's two answers.
 
 Case rows come regressed first (largest loss first), then improved, then unchanged; each
-with a word-level diff of the two answers (difflib). "What changed" lists every recorded
-field that differs, with a line diff of the system prompts, and warns when more than one
-kind of thing changed (prompt, model, options), since then a difference cannot be pinned
-on either.
+with a word-level diff of the two answers (difflib). "What changed", the line diff of the
+system prompts and the confounding warning (more than one of prompt, model, options
+changed) are the `Comparison`'s own (evals/analysis/differences.py), shown as they are.
 """
 
 from __future__ import annotations
@@ -17,16 +16,10 @@ from dataclasses import dataclass, field
 
 from evals.analysis.comparison import Comparison
 from evals.render import plots
-from evals.render.comparison_words import advice, holm_note, pct, reason
+from evals.render.comparison_words import advice, holm_note, key_words, pct, reason, value_text
 
-__all__ = ["KINDS", "ComparePage", "PairRow", "compare_page_data", "confounded", "line_diff", "word_diff"]
+__all__ = ["ComparePage", "PairRow", "compare_page_data", "diff_lines", "word_diff"]
 
-# What counts as one thing changing: the keys of `Comparison.what_changed` by kind.
-KINDS: Mapping[str, tuple[str, ...]] = {
-    "prompt": ("prompt_fingerprint", "tag_prompt_sha256"),
-    "model": ("backend", "model", "digest"),
-    "options": ("options", "repeat"),
-}
 _WORDS = re.compile(r"\S+|\s+")
 
 
@@ -55,7 +48,7 @@ class ComparePage:
     families: list[str]
     changed: list[tuple[str, str, str]]  # (field, baseline value, candidate value)
     prompt_diff: list[tuple[str, str]]  # (kind, line): kind "-", "+", "@" or " "
-    mixed: list[str]  # the kinds of thing that changed, when more than one did
+    mixed: list[str]  # the kinds of thing that changed (prompt, model, options), when more than one did
     plots: dict[str, str] = field(default_factory=dict)
 
 
@@ -74,28 +67,13 @@ def word_diff(a: str, b: str) -> list[tuple[str, str]]:
     return out
 
 
-def line_diff(base: Mapping[str, str], cand: Mapping[str, str]) -> list[tuple[str, str]]:
-    """A unified line diff of the two runs' system prompts (all of each, in recorded order)."""
-    a = "\n\n".join(base.values()).splitlines()
-    b = "\n\n".join(cand.values()).splitlines()
-    out = []
-    for line in difflib.unified_diff(a, b, "baseline", "candidate", n=3, lineterm=""):
-        if line.startswith(("---", "+++")):
-            continue
-        out.append((line[:1] if line[:1] in "-+@" else " ", line))
-    return out
-
-
-def confounded(x: Comparison) -> list[str]:
-    """The kinds of thing that changed between the runs, when more than one did; else []."""
-    keys = {c.key for c in x.what_changed}
-    kinds = [kind for kind, names in KINDS.items() if keys & set(names)]
-    return kinds if len(kinds) > 1 else []
+def diff_lines(diff: Sequence[str]) -> list[tuple[str, str]]:
+    """A unified diff's lines, each with its kind ("-", "+", "@" or " "), without the file header."""
+    return [(line[:1] if line[:1] in "-+@" else " ", line) for line in diff if not line.startswith(("---", "+++"))]
 
 
 def compare_page_data(
     x: Comparison,
-    prompts: tuple[Mapping[str, str], Mapping[str, str]],
     answers: tuple[Mapping[str, str], Mapping[str, str]],
     family: Mapping[str, str],
     scores: Mapping[str, float],
@@ -118,9 +96,9 @@ def compare_page_data(
         notes=[n for n in (holm_note(x), advice(x)) if n],
         rows=rows,
         families=sorted({r.family for r in rows}),
-        changed=[(ch.key, _shown(ch.base), _shown(ch.cand)) for ch in x.what_changed],
-        prompt_diff=line_diff(*prompts) if dict(prompts[0]) != dict(prompts[1]) else [],
-        mixed=confounded(x),
+        changed=[(key_words(ch.key), value_text(ch.base), value_text(ch.cand)) for ch in x.what_changed],
+        prompt_diff=diff_lines(x.prompt_diff),
+        mixed=list(x.confounded),
     )
     page.plots = _plots(x)
     return page
@@ -132,10 +110,6 @@ def _pair(
     x, y = b.get(case, "(not in the cache)"), c.get(case, "(not in the cache)")
     diff = word_diff(x, y) if kind != "unchanged" or x != y else [(" ", x)]
     return PairRow(case, fam, kind, base, cand, x, y, diff)
-
-
-def _shown(value: object) -> str:
-    return "(not recorded)" if value is None else str(value)
 
 
 def _plots(x: Comparison) -> dict[str, str]:

@@ -68,11 +68,10 @@ def comparison_html(
     """A comparison's page: one section per comparison (with --all, one per task, and the Holm overview)."""
     pages = []
     for x, (b, c) in zip(found, runs, strict=True):
-        prompts = (prompts_of(store, x.base_run), prompts_of(store, x.cand_run))
         answers = (_first_answers(store, cache, x.base_run), _first_answers(store, cache, x.cand_run))
         family = {**c.family, **b.family}
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
-        pages.append(compare_page_data(x, prompts, answers, family, scores))
+        pages.append(compare_page_data(x, answers, family, scores))
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
 
 

@@ -115,13 +115,28 @@ def _compare_page(tmp_path: Path) -> tuple[Path, list[str]]:
     answers = {c: PAYLOAD + c for c in ids}
     prov_b = {"model": PAYLOAD, "prompt_fingerprint": "a"}
     prov_c = {"model": PAYLOAD + "2", "prompt_fingerprint": "b"}
-    base = RunScores(PAYLOAD, _hostile(90), {c: [float(i % 2)] for i, c in enumerate(ids)}, family, answers, {}, prov_b)
+    base = RunScores(
+        PAYLOAD,
+        _hostile(90),
+        {c: [float(i % 2)] for i, c in enumerate(ids)},
+        family,
+        answers,
+        {},
+        prov_b,
+        (PAYLOAD + "\nsame line",),
+    )
     cand = RunScores(
-        PAYLOAD, _hostile(91), {c: [float(i % 3 == 0)] for i, c in enumerate(ids)}, family, answers, {}, prov_c
+        PAYLOAD,
+        _hostile(91),
+        {c: [float(i % 3 == 0)] for i, c in enumerate(ids)},
+        family,
+        answers,
+        {},
+        prov_c,
+        ("other " + PAYLOAD + "\nsame line",),
     )
     x = compare(base, cand)
-    prompts = ({"a": PAYLOAD + "\nsame line"}, {"b": "other " + PAYLOAD + "\nsame line"})
-    page = compare_page_data(x, prompts, ({c: PAYLOAD for c in ids}, {c: PAYLOAD + " more" for c in ids}), family, {})
+    page = compare_page_data(x, ({c: PAYLOAD for c in ids}, {c: PAYLOAD + " more" for c in ids}), family, {})
     path = tmp_path / "compare.html"
     path.write_text(html.render_compare([page], None), encoding="utf-8")
     return path, ids
