@@ -168,7 +168,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.html != "-":
         _print(found, args)
     if args.html not in (None, "-"):
-        print(f"page        {args.html}")
+        print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 

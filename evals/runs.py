@@ -70,6 +70,8 @@ def _show(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
     cache = ResponseCache(cache_dir)
     try:
         if args.html is not None:
+            if args.case is not None:
+                raise AttestError("--html writes the whole run's page; drop --case (the page filters by text)")
             return _show_html(store, cache, run_id, args.html)
         print(show_run(store, cache, run_id, case=args.case, as_json=args.json))
     finally:

@@ -117,3 +117,16 @@ def test_html_dash_writes_the_page_alone_to_stdout(
     compare.main(["--cache-dir", str(page.parent), found["baseline"]["run"], found["candidate"]["run"], "--html", "-"])
     out = capsys.readouterr().out
     assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+
+
+def test_with_json_the_pages_path_goes_to_stderr_and_stdout_stays_json(
+    compared: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page, found = compared
+    target = tmp_path / "page.html"
+    capsys.readouterr()
+    argv = ["--cache-dir", str(page.parent), found["baseline"]["run"], found["candidate"]["run"], "--json"]
+    compare.main([*argv, "--html", str(target)])
+    out, err = capsys.readouterr()
+    assert json.loads(out)["verdict"] == found["verdict"]
+    assert f"page        {target}" in err and target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
