@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import zlib
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from tests.fakes import FakeBackend, RecordingChat
 
 __all__ = ["changed_run", "compare_page", "stub_run"]
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("ATTEST_CHROMIUM", "/usr/bin/chromium"))  # Debian's package; another path for trying
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
