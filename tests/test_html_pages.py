@@ -96,3 +96,21 @@ def test_the_payload_holds_what_the_brief_names() -> None:
     for part in ("<script>", "</textarea>", "javascript:", "onerror", "\u202e", "\x07", "\x85"):
         assert part in PAYLOAD
     assert json.dumps(PAYLOAD)
+
+
+def test_a_run_answering_as_the_stub_is_named_in_its_report_its_page_and_runs_show_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from attest.backends.stub import StubBackend
+    from tests.fakes import FakeBackend, RecordingChat
+
+    stub = StubBackend()
+    backend = FakeBackend(RecordingChat(lambda m, s: stub.chat_json(m, s).text, model="copycat"))
+    cache = tmp_path / "cache"
+    assert runner.main(reaction_eval.TASK, ["--cache-dir", str(cache)], backend_factory=lambda _: backend) == 0
+    warning = "144 of 144 answers (100%) are identical to the stub backend&#39;s (keyword overlap)"
+    assert warning.replace("&#39;", "'") in capsys.readouterr().out
+    run_dir = next(p for p in (cache / "runs").iterdir() if p.is_dir())
+    assert warning in (run_dir / "report.html").read_text(encoding="utf-8")
+    assert runs.main(["--cache-dir", str(cache), "show", run_dir.name, "--html", "-"]) == 0
+    assert warning in capsys.readouterr().out
