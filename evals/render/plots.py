@@ -114,7 +114,8 @@ def forest(
         for (x, name), colour in zip(lines, (GREY, ORANGE, RED), strict=False):
             ax.axvline(x, color=colour, lw=1, ls="--", label=name)
         ax.set_yticks(ys, labels)
-        ax.set_xlim(*xlim)
+        pad = 0.03 * (xlim[1] - xlim[0])  # a point on the edge (a score of 1) stays whole
+        ax.set_xlim(xlim[0] - pad, xlim[1] + pad)
         ax.set_ylim(-0.7, len(points) - 0.3)
         ax.set_xlabel(xlabel)
         ax.grid(axis="x", color="#e4e4e4", lw=0.6)
