@@ -145,16 +145,25 @@ def summarise(cases: Sequence[ExplanationCase], results: Sequence[dict[str, Any]
 
 
 GENERIC_EXPLANATION = "You may find this relevant to your work."
+# the reader's interests echoed back name the reader's topic words without saying anything of the item: a scorer
+# that credits naming the topic pays them, so they are part of the honest floor
+ECHOED_WORDS = 13
 
 
 def strategies(cases: Sequence[ExplanationCase]) -> list[Strategy[ExplanationCase]]:
-    """The title echoed as `You: {title}`, with and without a word-overlap refuse rule; the exact refusal;
-    a generic sentence; one naming the most frequent shared topic."""
+    """The title echoed as `You: {title}` and the reader's own interests echoed back, each with and without a
+    word-overlap refuse rule; the exact refusal; a generic sentence; one naming the most frequent shared topic."""
     found: list[Strategy[ExplanationCase]] = [
         Strategy('the title echoed as "You: {title}"', _echo),
         Strategy(
             'the title echoed as "You: {title}", refusing when interests and item share no content word',
             _echo_or_refuse,
+        ),
+        Strategy(f"the first {ECHOED_WORDS} words of the interests echoed", _echo_interests),
+        Strategy(
+            f"the first {ECHOED_WORDS} words of the interests echoed, refusing when interests and item share no "
+            "content word",
+            _echo_interests_or_refuse,
         ),
         Strategy.constant(json.dumps({"text": REFUSAL}), f"always the exact refusal {REFUSAL!r}"),
         Strategy.constant(json.dumps({"text": GENERIC_EXPLANATION}), f"always {GENERIC_EXPLANATION!r}"),
@@ -170,9 +179,20 @@ def _echo(case: ExplanationCase) -> str:
     return json.dumps({"text": f"You: {case.title}"})
 
 
+def _echo_interests(case: ExplanationCase) -> str:
+    return json.dumps({"text": "You: " + " ".join(case.interests.split()[:ECHOED_WORDS])})
+
+
 def _echo_or_refuse(case: ExplanationCase) -> str:
-    shared = content_words(case.interests) & content_words(f"{case.title} {case.summary}")
-    return _echo(case) if shared else json.dumps({"text": REFUSAL})
+    return _echo(case) if _shares_a_word(case) else json.dumps({"text": REFUSAL})
+
+
+def _echo_interests_or_refuse(case: ExplanationCase) -> str:
+    return _echo_interests(case) if _shares_a_word(case) else json.dumps({"text": REFUSAL})
+
+
+def _shares_a_word(case: ExplanationCase) -> bool:
+    return bool(content_words(case.interests) & content_words(f"{case.title} {case.summary}"))
 
 
 def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
