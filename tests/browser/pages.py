@@ -40,14 +40,22 @@ ARGS = [
 ]
 
 
-def _last_run(cache_dir: Path) -> Path:
-    return sorted(p for p in (cache_dir / "runs").iterdir() if p.is_dir())[-1]
+def _runs(cache_dir: Path) -> set[Path]:
+    root = cache_dir / "runs"
+    return {p for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+
+
+def _new_run(cache_dir: Path, before: set[Path]) -> Path:
+    """The one run directory added since `before` (two runs in one second do not sort by time)."""
+    (added,) = _runs(cache_dir) - before
+    return added
 
 
 def stub_run(cache_dir: Path, *argv: str) -> Path:
     """The stub's reaction run on dev; returns its run directory (report.html inside)."""
+    before = _runs(cache_dir)
     assert runner.main(reaction_eval.TASK, ["--offline", "--cache-dir", str(cache_dir), *argv]) == 0
-    return _last_run(cache_dir)
+    return _new_run(cache_dir, before)
 
 
 def _tweaked(messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
@@ -68,8 +76,9 @@ def changed_run(cache_dir: Path, *argv: str) -> Path:
     chat = RecordingChat(_tweaked, model="stub-tweaked", digest="sha256:tweaked")
     backend = FakeBackend(chat, options=StubBackend().options)  # only the model differs from the stub run
     args = ["--cache-dir", str(cache_dir), *argv]
+    before = _runs(cache_dir)
     assert runner.main(reaction_eval.TASK, args, backend_factory=lambda settings: backend) == 0
-    return _last_run(cache_dir)
+    return _new_run(cache_dir, before)
 
 
 def compare_page(cache_dir: Path, base: str, cand: str, target: Path, *extra: str) -> int:
