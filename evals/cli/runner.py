@@ -11,6 +11,8 @@ import argparse
 import dataclasses
 import json
 import math
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -79,8 +81,17 @@ def main(task: Task[Any], argv: Sequence[str] | None = None, *, backend_factory:
     try:
         return run_reporting_errors(f"{task.name} eval", lambda: _run(task, args, backend_factory))
     except KeyboardInterrupt:
-        print(f"\n{task.name} eval: interrupted; every answer so far is cached, rerun to continue", file=sys.stderr)
+        signal.signal(signal.SIGINT, _exit_now)  # a second Ctrl-C while winding down ends the process at once
+        print(
+            f"\n{task.name} eval: interrupted (the run is recorded as interrupted); every answer so far is cached, "
+            "rerun to continue",
+            file=sys.stderr,
+        )
         return 130
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    os._exit(130)
 
 
 def settings_from(args: argparse.Namespace, *, default_backend: str = "auto") -> Settings:

@@ -85,7 +85,7 @@ class Manifest(_Record):
     run_id: str
     task: str
     created: float
-    status: Literal["generating", "complete", "failed"]
+    status: Literal["generating", "complete", "failed", "interrupted"]
     backend: str
     model: str
     digest: str

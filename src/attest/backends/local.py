@@ -1,7 +1,9 @@
-"""The `local` backend: SmolLM2-135M in an in-process llama.cpp server (see `llamacpp`).
+"""The `local` backend: SmolLM2-135M in a llama.cpp server the process starts (see `llamacpp`).
 
 It speaks to the server through the `openai` backend, under its own kind, so its
-cache keys are its own.
+cache keys are its own. Its `options` are the request's options plus the server's
+`ServerSettings` under "server" (threads and slots change answers), so answers from
+different settings never share a key; only the request's options are sent.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from attest.backends.llamacpp import file_digest, gguf_path, require_xllamacpp, shared_server
+from attest.backends.llamacpp import ServerSettings, file_digest, gguf_path, require_xllamacpp, shared_server
 from attest.backends.openai import OpenAIBackend
 from attest.backends.retry import RetryPolicy
 from attest.backends.settings import DEFAULT_MAX_ANSWER_BYTES, Settings
@@ -22,7 +24,7 @@ __all__ = ["LocalBackend", "make_local"]
 
 
 class LocalBackend:
-    """SmolLM2-135M in an in-process llama.cpp server, started on the first request.
+    """SmolLM2-135M in a llama.cpp server of its own process, started on the first request.
 
     The model name and digest come from the GGUF file, so a fully cached run never
     starts the server. A missing `xllamacpp` or model file is reported here, before
@@ -38,11 +40,14 @@ class LocalBackend:
         options: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        server: ServerSettings | None = None,
     ) -> None:
         require_xllamacpp()
         path = gguf_path()
         self.model = path.stem
-        self.options = dict(options or DEFAULT_OPTIONS)
+        self.server = server or ServerSettings.resolve()
+        self._request_options = dict(options or DEFAULT_OPTIONS)
+        self.options: dict[str, Any] = {**self._request_options, "server": self.server.key()}
         self._digest = file_digest(path)
         self._client = client
         self._retry = retry
@@ -61,9 +66,9 @@ class LocalBackend:
         if self._inner is None:
             self._inner = OpenAIBackend(
                 self.model,
-                base_url=shared_server().base_url,
+                base_url=shared_server(self.server).base_url,
                 client=self._client,
-                options=self.options,
+                options=self._request_options,
                 retry=self._retry,
                 digest=self._digest,
                 kind="local",
