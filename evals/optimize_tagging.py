@@ -57,7 +57,8 @@ from evals.cli.runner import BackendFactory
 from evals.corpus.cases import TaggingCase
 from evals.engine.execute import RunOutcome, RunSpec, execute, with_render
 from evals.engine.execute import evaluate as execute_evaluate
-from evals.engine.pipeline import CachedChat, EvalResult, SampleChat, stderr_progress
+from evals.engine.pipeline import CachedChat, EvalResult, SampleChat
+from evals.engine.progress import stderr_progress
 from evals.store.cache import Identity, ResponseCache, request_key, resolve_cache_dir
 from evals.store.records import Decision, DirStore, RunStore, new_run_id, write_atomic
 from evals.tagging_eval import TASK, dspy_fields, load_cases, score_one, to_dspy_example

@@ -61,9 +61,21 @@ def pair(base: Run, cand: Run, *, allow_split_mismatch: bool = False) -> tuple[R
             f"run {b.run_id} is on the {b.split} split and run {c.run_id} on the {c.split} split: "
             "compare runs of one split, or pass --allow-split-mismatch to pair the cases they share"
         )
+    if _subset(b) != _subset(c) and not allow_split_mismatch:
+        raise ComparisonError(
+            f"run {b.run_id} ran {_subset(b)} and run {c.run_id} {_subset(c)}: compare like with like, "
+            "or pass --allow-split-mismatch to pair only the cases they share"
+        )
     _check_cases(b, c)
     families: dict[str, dict[str, str]] = {}
     return scores_of(base, families), scores_of(cand, families)
+
+
+def _subset(m: Manifest) -> str:
+    """Which of its split's cases a run ran: all, a `--limit` subset or `--case` ids."""
+    parts = [f"--limit {m.limit}"] if m.limit is not None else []
+    parts += [f"--case {', '.join(m.only)}"] if m.only else []
+    return " ".join(parts) or f"the whole {m.split} split"
 
 
 def _check_cases(b: Manifest, c: Manifest) -> None:

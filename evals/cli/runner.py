@@ -24,7 +24,9 @@ from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
 from evals.engine.execute import RunOutcome, RunSpec, execute
-from evals.engine.pipeline import CachedChat, Task, load_cases, stderr_progress
+from evals.engine.pipeline import CachedChat, Task, load_cases
+from evals.engine.progress import stderr_progress
+from evals.engine.subset import named, stratified
 from evals.render.report import annotate, print_report
 from evals.store.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
 from evals.store.records import DirStore
@@ -47,6 +49,14 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
         prog=f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
     )
     parser.add_argument("--split", choices=("train", "dev", "all"), default="dev", help="which cases (default dev)")
+    parser.add_argument(
+        "--limit",
+        type=at_least(1),
+        help="a quick try: N cases of the split, a fixed subset stratified by family (recorded in the run)",
+    )
+    parser.add_argument(
+        "--case", action="append", default=[], metavar="ID", help="only this case (repeatable; recorded in the run)"
+    )
     parser.add_argument("--repeat", type=at_least(1), default=1, help="samples per case, 1 or more (default 1)")
     parser.add_argument(
         "--temperature", type=_unit_float, help="sampling temperature, 0-2 (default 0; in the cache key)"
@@ -112,12 +122,17 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     cases = [c for c in corpus if args.split in ("all", c.split)]
     if not cases:
         raise AttestError(f"{corpus_path}: no cases in split {args.split!r}")
+    if args.case:
+        cases = named(cases, args.case, f"the {args.split} split of {corpus_path}")
+    if args.limit is not None:
+        cases = stratified(cases, args.limit)
     cache_dir = resolve_cache_dir(args.cache_dir)
     cache = ResponseCache(cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
         backend = backend_factory(settings_from(args))
         try:
-            spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat)
+            only = tuple(dict.fromkeys(args.case))
+            spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)
             outcome = _generate_and_score(spec, args, cache, backend)
         finally:
             backend.close()

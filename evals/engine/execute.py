@@ -63,6 +63,8 @@ class RunSpec:
     split: str
     repeat: int = 1
     label: str = ""
+    limit: int | None = None  # --limit N: a stratified subset of the split (engine/subset.py)
+    only: tuple[str, ...] = ()  # --case ID...: just these cases
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,8 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
         split=spec.split,
         repeat=spec.repeat,
         label=spec.label,
+        limit=spec.limit,
+        only=list(spec.only),
         provenance=Provenance(
             prompt_fingerprint=provenance.prompt_fingerprint([(m, schema) for m in first]),
             system_prompts=list(prompts),

@@ -98,6 +98,8 @@ class Manifest(_Record):
     case_sha256: dict[str, str] = Field(default_factory=dict)  # inputs and label of each case, for pairing runs
     generate_seconds: float | None = None
     label: str = ""  # free text: "baseline", "candidate", ...
+    limit: int | None = None  # --limit N: a stratified subset of the split, not all of it
+    only: list[str] = Field(default_factory=list)  # --case ID...: only these cases of the split
 
 
 class Report(_Record):
