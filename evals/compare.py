@@ -89,7 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
-    parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits or subsets (--limit, --case) on the cases they share")
+    parser.add_argument(
+        "--allow-split-mismatch",
+        action="store_true",
+        help="pair runs of different splits or subsets (--limit, --case) on the cases they share",
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
