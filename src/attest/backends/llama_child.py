@@ -16,6 +16,8 @@ import signal
 import sys
 from typing import Any
 
+__all__ = ["main"]
+
 
 def _params(config: dict[str, Any]) -> Any:
     import xllamacpp
