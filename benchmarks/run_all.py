@@ -18,6 +18,7 @@ from types import ModuleType
 
 from benchmarks import (
     bench_compare,
+    bench_local,
     bench_runs_compare,
     fig1_rescore,
     fig2_cache_hit,
@@ -37,6 +38,7 @@ FIGURES: tuple[ModuleType, ...] = (
     fig6_inspect,
     bench_compare,
     bench_runs_compare,
+    bench_local,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -144,7 +144,7 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
 
 def _generate_and_score(spec: RunSpec, args: argparse.Namespace, cache: ResponseCache, backend: Backend) -> RunOutcome:
     chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
-    concurrency = args.concurrency or DEFAULT_CONCURRENCY.get(backend.kind, 1)
+    concurrency = args.concurrency or _default_concurrency(backend)
     store = DirStore(cache.directory / "runs")
     try:
         return execute(
@@ -152,6 +152,14 @@ def _generate_and_score(spec: RunSpec, args: argparse.Namespace, cache: Response
         )
     except BackendError as exc:
         raise BackendError(f"{exc} (every answer received so far is cached: rerun to continue)", url=exc.url) from None
+
+
+def _default_concurrency(backend: Backend) -> int:
+    """4 for openai; for local, one request per slot of each of its servers; else 1."""
+    lanes = getattr(backend, "lanes", None)
+    if backend.kind == "local" and isinstance(lanes, int):
+        return max(1, lanes)
+    return DEFAULT_CONCURRENCY.get(backend.kind, 1)
 
 
 def _show(outcome: RunOutcome, args: argparse.Namespace, store: DirStore, warnings: Sequence[str]) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "gguf_path",
     "require_xllamacpp",
     "shared_server",
+    "shared_servers",
     "stop_shared",
     "usable_cpus",
 ]
@@ -130,23 +131,35 @@ def require_xllamacpp() -> None:
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """How the server uses the machine; both can change an answer, so both are in the backend's cache key.
+    """How the local backend uses the machine.
 
-    `threads` defaults to the CPUs this process may use (llama.cpp's threads spin, so
-    never more than that); `slots` (requests decoded together) defaults to one, since
-    a second slot measured no faster on two cores. ATTEST_LOCAL_THREADS and
-    ATTEST_LOCAL_SLOTS override them (the test suite gives each parallel worker one thread).
+    `servers` llama.cpp processes answer at once, each with `threads` threads and
+    `slots` slots. The defaults: one server per CPU this process may use, each with one
+    thread and one slot. llama.cpp's threads meet at a barrier after every operation
+    and spin while they wait, so two threads in one server crawl as soon as anything
+    else wants a core (ten-fold slower on a busy two-core machine), and a thread count
+    changes the answers; independent one-thread servers use every core, degrade gently
+    under load, and answer exactly as one one-thread server does. `threads` and `slots`
+    can change an answer, so they are in the backend's cache key (`key`); `servers`
+    cannot. ATTEST_LOCAL_SERVERS, ATTEST_LOCAL_THREADS and ATTEST_LOCAL_SLOTS override
+    them (the test suite gives each parallel worker one server).
     """
 
-    threads: int
+    threads: int = 1
     slots: int = 1
+    servers: int = 1
 
     @classmethod
     def resolve(cls, env: Mapping[str, str] | None = None) -> ServerSettings:
         env = os.environ if env is None else env
-        return cls(_count(env, "ATTEST_LOCAL_THREADS", usable_cpus()), _count(env, "ATTEST_LOCAL_SLOTS", 1))
+        return cls(
+            threads=_count(env, "ATTEST_LOCAL_THREADS", 1),
+            slots=_count(env, "ATTEST_LOCAL_SLOTS", 1),
+            servers=_count(env, "ATTEST_LOCAL_SERVERS", usable_cpus()),
+        )
 
     def key(self) -> dict[str, int]:
+        """What goes into the cache key: the settings that can change an answer."""
         return {"threads": self.threads, "slots": self.slots}
 
 
@@ -175,12 +188,19 @@ class LocalServer:
     model_name: str
     digest: str
     _handle: subprocess.Popen[bytes] | None
-    settings: ServerSettings = ServerSettings(1, 1)
+    settings: ServerSettings = ServerSettings()
 
     @classmethod
     def start(
         cls, settings: ServerSettings | None = None, *, ready_timeout_s: float = 30.0, n_ctx: int = 2048
     ) -> LocalServer:
+        server = cls.spawn(settings, n_ctx=n_ctx)
+        server.wait_ready(ready_timeout_s)
+        return server
+
+    @classmethod
+    def spawn(cls, settings: ServerSettings | None = None, *, n_ctx: int = 2048) -> LocalServer:
+        """Start the server's process; `wait_ready` waits until it answers."""
         path = gguf_path()
         require_xllamacpp()
         settings = settings or ServerSettings.resolve()
@@ -193,9 +213,7 @@ class LocalServer:
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # a terminal's Ctrl-C reaches the run, which then stops this process
         )
-        server = cls(f"http://127.0.0.1:{port}", path.stem, file_digest(path), handle, settings)
-        server.wait_ready(ready_timeout_s)
-        return server
+        return cls(f"http://127.0.0.1:{port}", path.stem, file_digest(path), handle, settings)
 
     @property
     def pid(self) -> int | None:
@@ -236,24 +254,32 @@ class LocalServer:
 
 
 _lock = threading.Lock()
-_shared: dict[ServerSettings, LocalServer] = {}
+_shared: dict[ServerSettings, list[LocalServer]] = {}
 
 
-def shared_server(settings: ServerSettings | None = None) -> LocalServer:
-    """The process's local server for `settings` (default: from the environment), started on first use."""
+def shared_servers(settings: ServerSettings | None = None, *, ready_timeout_s: float = 30.0) -> list[LocalServer]:
+    """The process's local servers for `settings` (default: from the environment), started together on first use."""
     settings = settings or ServerSettings.resolve()
     with _lock:
         if settings not in _shared:
             if not _shared:
                 atexit.register(stop_shared)
-            _shared[settings] = LocalServer.start(settings)
+            spawned = [LocalServer.spawn(settings) for _ in range(settings.servers)]
+            _shared[settings] = spawned  # registered first: a failed start is still stopped at exit
+            for server in spawned:
+                server.wait_ready(ready_timeout_s)
         return _shared[settings]
+
+
+def shared_server(settings: ServerSettings | None = None) -> LocalServer:
+    """The first of the process's local servers for `settings`."""
+    return shared_servers(settings)[0]
 
 
 def stop_shared() -> None:
     """Stop every server this process started (at exit, and on Ctrl-C)."""
     with _lock:
-        servers = list(_shared.values())
+        servers = [server for group in _shared.values() for server in group]
         _shared.clear()
     for server in servers:
         server.stop()
