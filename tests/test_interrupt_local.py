@@ -45,7 +45,8 @@ def _wait_for_manifest(proc: subprocess.Popen[str], cache_dir: Path, timeout_s: 
 
 def _interrupt_once(tmp: Path, delay_s: float) -> tuple[float, int, str]:
     cache_dir = tmp / "cache"
-    env = {**os.environ, "ATTEST_TEST_RUN": TAG, "XDG_CACHE_HOME": str(tmp / "xdg"), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "ATTEST_TEST_RUN": TAG, "XDG_CACHE_HOME": str(tmp / "xdg")}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
     argv = [sys.executable, str(ROOT / "evals/run_reaction_eval.py"), "--backend", "local", "--limit", "8"]
     with subprocess.Popen(
         [*argv, "--cache-dir", str(cache_dir)],

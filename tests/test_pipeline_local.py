@@ -16,7 +16,7 @@ from evals import explanation_eval, reaction_eval, rescore, tagging_eval
 from evals.cli import runner
 from evals.engine.pipeline import Task
 
-pytestmark = pytest.mark.local_model
+pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.usefixtures("local_servers")]
 
 TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
 
