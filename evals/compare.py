@@ -23,7 +23,7 @@ import argparse
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
@@ -31,13 +31,15 @@ from attest.text import printable
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
-from evals.engine.pipeline import AnswerCache
 from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
-from evals.store.cache import ResponseCache, resolve_cache_dir
+from evals.store.cache import resolve_cache_dir
 from evals.store.records import DirStore, Manifest
 from evals.store.refs import resolve_ref
+
+if TYPE_CHECKING:
+    from evals.engine.pipeline import AnswerCache
 
 __all__ = ["TASKS", "main", "with_answers"]
 
@@ -121,6 +123,8 @@ def _compare(args: argparse.Namespace) -> int:
         found = list(compare_all(scores, margin=args.margin, show=args.show))
     else:
         found = [compare(*scores[0], margin=args.margin, show=args.show)]
+    from evals.store.cache import ResponseCache
+
     cache = ResponseCache(cache_dir) if (cache_dir / "responses").is_dir() else None
     try:
         found = [

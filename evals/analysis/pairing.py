@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
-from evals.engine import provenance
 from evals.store.records import Decision, Manifest, Report, RunStore
 
 __all__ = ["UNKNOWN", "Run", "decide", "load_run", "pair", "recheck", "recheck_line", "scores_of"]
@@ -100,6 +99,8 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
     memo = {} if families is None else families
     ref = run.manifest.provenance.corpus
     if ref not in memo:
+        from evals.engine import provenance  # here: it imports the app's answer models
+
         memo[ref] = _families(provenance.resolve_corpus(ref))
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
     m = run.manifest

@@ -42,8 +42,8 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize  # type: ignore[import-untyped]
-from scipy import stats as sps
+
+from evals.analysis import distributions as dist
 
 __all__ = [
     "LEVEL",
@@ -144,8 +144,8 @@ def proportion(successes: int, n: int, level: float = LEVEL) -> Estimate:
     """A proportion with its Wilson score interval (scipy's `binomtest(...).proportion_ci`)."""
     if n < 1 or not 0 <= successes <= n:
         raise ValueError(f"a proportion needs 0 <= successes <= n and n >= 1, got {successes}/{n}")
-    ci = sps.binomtest(successes, n).proportion_ci(confidence_level=level, method="wilson")
-    return Estimate(successes / n, Interval(float(ci.low), float(ci.high), level), n)
+    low, high = dist.wilson(successes, n, level)
+    return Estimate(successes / n, Interval(low, high, level), n)
 
 
 def mean_estimate(values: ArrayLike, level: float = LEVEL, *, seed: int = SEED) -> Estimate:
@@ -164,12 +164,14 @@ def mean_estimate(values: ArrayLike, level: float = LEVEL, *, seed: int = SEED) 
     if np.all(arr == arr[0]):
         return Estimate(mean, Interval(mean, mean, level), n)
     if n > BOOTSTRAP_MAX_N:
-        low, high = sps.t.interval(level, n - 1, loc=mean, scale=float(arr.std(ddof=1)) / math.sqrt(n))
-        return Estimate(mean, Interval(float(low), float(high), level), n)
+        half = dist.t_ppf(0.5 + level / 2, n - 1) * float(arr.std(ddof=1)) / math.sqrt(n)
+        return Estimate(mean, Interval(mean - half, mean + half, level), n)
     return Estimate(mean, _bootstrap(arr, level, seed), n)
 
 
 def _bootstrap(arr: Floats, level: float, seed: int) -> Interval:
+    from scipy import stats as sps  # type: ignore[import-untyped]
+
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sps.DegenerateDataWarning)
@@ -181,6 +183,15 @@ def _bootstrap(arr: Floats, level: float, seed: int) -> Interval:
             return Interval(float(ci.low), float(ci.high), level)
     mean = float(arr.mean())
     return Interval(mean, mean, level)
+
+
+SCIPY_FROM = 64  # above this many p-values at once (simulations), scipy's vectorised t is faster
+
+
+def _t_quantiles(p: float, df: Floats) -> Floats:
+    """Student t quantiles for an array of degrees of freedom (few distinct: each computed once)."""
+    known = {value: dist.t_ppf(p, value) for value in {float(x) for x in df.ravel()}}
+    return np.asarray([known[float(x)] for x in df.ravel()], dtype=np.float64).reshape(df.shape)
 
 
 @dataclass(frozen=True)
@@ -199,14 +210,20 @@ class PairedBatch:
 
     def bounds(self, level: float = LEVEL) -> tuple[Floats, Floats]:
         """(low, high) per row, clipped to [-1, 1] and widened, if need be, to hold the raw mean."""
-        q = sps.t.ppf(0.5 + level / 2, self.df)
+        q = _t_quantiles(0.5 + level / 2, self.df)
         low = np.minimum(np.clip(self.centre - q * self.se, -1.0, 1.0), self.mean)
         high = np.maximum(np.clip(self.centre + q * self.se, -1.0, 1.0), self.mean)
         return low, high
 
     def pvalues(self) -> Floats:
         """The interval's own two-sided p-value for "no difference": the largest 1 - level excluding 0."""
-        return np.asarray(2 * sps.t.sf(np.abs(self.centre) / self.se, self.df), dtype=np.float64)
+        t = np.abs(self.centre) / self.se
+        if t.size > SCIPY_FROM:
+            from scipy import stats as sps
+
+            return np.asarray(2 * sps.t.sf(t, self.df), dtype=np.float64)
+        pairs = zip(t.ravel(), self.df.ravel(), strict=True)
+        return np.asarray([2 * dist.t_sf(float(x), float(df)) for x, df in pairs], dtype=np.float64).reshape(t.shape)
 
 
 def paired_batch(diffs: ArrayLike) -> PairedBatch:
@@ -302,7 +319,7 @@ def difference(base: ArrayLike, cand: ArrayLike, level: float = LEVEL) -> Estima
 
 def _mcnemar(d: Floats) -> tuple[float, str]:
     up, down = int((d > 0).sum()), int((d < 0).sum())
-    p = 1.0 if up + down == 0 else float(sps.binomtest(up, up + down, 0.5).pvalue)
+    p = dist.binom_two_sided_half(up, up + down)
     return min(p, 1.0), "exact McNemar"
 
 
@@ -317,7 +334,9 @@ def _sign_flip(d: Floats, seed: int) -> tuple[float, str]:
         return 1.0, "sign-flip permutation, exact"
     if m > PERMUTATION_MAX_N:
         z = abs(float(nonzero.sum())) / math.sqrt(float((nonzero * nonzero).sum()))
-        return min(1.0, float(2 * sps.norm.sf(z))), "sign-flip, normal approximation"
+        return min(1.0, 2 * (1.0 - dist.norm_cdf(z))), "sign-flip, normal approximation"
+    from scipy import stats as sps
+
     res = sps.permutation_test(
         (nonzero,), _mean_along, permutation_type="samples", n_resamples=RESAMPLES, vectorized=True,
         batch=1_000, rng=np.random.default_rng(seed),
@@ -344,7 +363,7 @@ def _ship_power(delta: float, n: int, second: float, sd: float, q: float, margin
     centre = n * delta / total
     se = math.sqrt(max((n * second + 2.0) / total - centre * centre, 0.0) / total)
     spread = max(n / total * sd / math.sqrt(n), 1e-12)
-    return float(sps.norm.cdf((centre - q * se - margin) / spread))
+    return dist.norm_cdf((centre - q * se - margin) / spread)
 
 
 def _solve(power_at: Callable[[float], float], target: float, top: float) -> float:
@@ -352,11 +371,11 @@ def _solve(power_at: Callable[[float], float], target: float, top: float) -> flo
         return math.inf
     if power_at(0.0) >= target:
         return 0.0
-    return float(optimize.brentq(lambda x: power_at(x) - target, 0.0, top, xtol=1e-9))
+    return dist.root(lambda x: power_at(x) - target, 0.0, top, xtol=1e-12)
 
 
 def _quantile(n: int, alpha: float) -> float:
-    return float(sps.t.ppf(1 - alpha / 2, max(n - 1, 1)))
+    return dist.t_ppf(1 - alpha / 2, max(n - 1, 1))
 
 
 def minimum_detectable_effect(

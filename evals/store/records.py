@@ -56,7 +56,7 @@ class RunError(AttestError):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)  # built on first use: CLI start-up
 
 
 class SampleRef(_Record):
@@ -128,7 +128,7 @@ class ReportHead(BaseModel):
     """What `runs list` reads of a report.json: its score, without building its per-case results
     (the whole report is checked where it is used: show, rescore, compare)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True, defer_build=True)
     kind: ClassVar[str] = "report"
 
     schema_version: Literal[1]
