@@ -56,7 +56,8 @@ class RunError(AttestError):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)  # built on first use: CLI start-up
+    # defer_build: validators are built on first use, so a command line pays only for the records it reads
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 class SampleRef(_Record):
