@@ -114,6 +114,7 @@ def test_proxy_settings_do_not_reroute_the_loopback_server(local: Backend, monke
     assert ItemTags.model_validate_json(answer.text)
 
 
+@pytest.mark.slow
 def test_console_script_tags_with_the_local_backend(attest_exe: Path, tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     done = subprocess.run(

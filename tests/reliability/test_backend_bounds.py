@@ -90,6 +90,7 @@ def test_an_answer_over_the_cap_is_one_line_never_cached_and_not_retried(tmp_pat
     _TOTALS["survived"] += 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("cap", "ok"), [("100000", False), ("1000000", True)])
 def test_the_cap_is_set_by_attest_max_answer_bytes(tmp_path: Path, cap: str, ok: bool) -> None:
     _TOTALS["tried"] += 1

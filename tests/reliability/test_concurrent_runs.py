@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from attest.backends.settings import Settings
 from evals.engine.pipeline import plan
 from evals.reaction_eval import CORPUS, TASK, load_cases
@@ -46,6 +48,7 @@ def _expected(corpora: list[Path]) -> dict[str, str]:
     return expected
 
 
+@pytest.mark.slow
 def test_four_overlapping_runs_share_one_cache(tmp_path: Path) -> None:
     corpora = _write_corpora(tmp_path)
     cache_dir = tmp_path / "cache"
