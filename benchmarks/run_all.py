@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from benchmarks import (
+    bench_cli,
     bench_compare,
     bench_local,
     bench_runs_compare,
@@ -38,6 +39,7 @@ FIGURES: tuple[ModuleType, ...] = (
     fig6_inspect,
     bench_compare,
     bench_runs_compare,
+    bench_cli,
     bench_local,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
