@@ -55,7 +55,9 @@ def test_the_local_backends_threads_and_slots_are_in_its_cache_key(
 ) -> None:
     from attest.backends.local import LocalBackend
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the gguf digest memo stays out of the user's cache    from evals.store.cache import Identity, request_key
+    from evals.store.cache import Identity, request_key
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the gguf digest memo stays out of the user's cache
 
     keys = set()
     for threads, slots, servers in ((1, 1, 1), (1, 1, 2), (2, 1, 1), (1, 2, 1)):
