@@ -1,12 +1,22 @@
 """`python -m evals.compare BASE CAND`: did the change help? Two recorded runs, paired and decided.
 
-BASE and CAND are run ids or `TASK@latest` / `TASK@previous`. The runs' reports give
+BASE and CAND are run ids or `TASK@latest` / `TASK@previous`, narrowed with
+`,KEY=VALUE` pairs (`reaction@latest,backend=local,label=candidate`; keys backend,
+model, label, split) or `--base-filter` / `--cand-filter`; a reference that passed
+over newer runs that are not complete says so on stderr. The runs' reports give
 each case's scores (repeats are averaged within a case by `evals.analysis.comparison`), the
 corpus each run recorded gives each case's family, the manifests give what changed
 between the runs, and the cache gives the answers shown side by side. Nothing here
 calls a model.
 
-Refused in one line (exit 1): runs of different tasks; runs of different splits
+The output opens with what differs between the runs (prompt, with a line diff of the
+system prompts, backend, model, digest, options, label, scorer, commit), in full. When
+more than one of prompt, model (backend, model, digest) and options differ, the pair
+is confounded: the verdict is inconclusive (exit 3) whatever the interval, unless
+`--accept-mixed`. A prompt change measured on the stub backend is inconclusive too:
+the stub does not read the prompt.
+
+Refused in one line (exit 1): a run compared with itself; runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
@@ -21,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -35,8 +46,8 @@ from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
 from evals.store.cache import resolve_cache_dir
-from evals.store.records import DirStore, Manifest
-from evals.store.refs import resolve_ref
+from evals.store.records import DirStore, Manifest, RunError
+from evals.store.refs import parse_filter, resolve
 
 if TYPE_CHECKING:
     from evals.engine.pipeline import AnswerCache
@@ -82,8 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="compare",
         description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
-        "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous; "
-        "with --all they are @latest or @previous and the three tasks are decided together (Holm).",
+        "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous, "
+        "narrowed by KEY=VALUE pairs after a comma (reaction@latest,backend=local,model=NAME,label=LABEL; "
+        "keys backend, model, label, split); with --all they are @latest or @previous and the three tasks are "
+        "decided together (Holm). Opens with what differs between the runs; when more than one of prompt, "
+        "model and options differ the verdict is inconclusive (exit 3) unless --accept-mixed.",
     )
     parser.add_argument("base", metavar="BASE", help="the baseline run")
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
@@ -96,6 +110,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="pair runs of different splits or subsets (--limit, --case) on the cases they share",
     )
+    parser.add_argument(
+        "--accept-mixed", action="store_true", help="decide even when more than one of prompt, model, options differ"
+    )
+    parser.add_argument(
+        "--base-filter", default="", metavar="K=V,...", help="narrow BASE: backend=,model=,label=,split="
+    )
+    parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
@@ -106,24 +127,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     refs = (args.base, args.cand)
-    if args.all and not all(r in ("@latest", "@previous") for r in refs):
+    if args.all and not all(r.partition(",")[0] in ("@latest", "@previous") for r in refs):
         parser.error("with --all, BASE and CAND are @latest or @previous (the task comes from each of the three)")
     if not args.all and any(r.startswith("@") for r in refs):
         parser.error("name the task, as in reaction@latest, or compare every task with --all")
+    for text, where in ((args.base_filter, "--base-filter"), (args.cand_filter, "--cand-filter"), *_suffixes(refs)):
+        try:
+            parse_filter(text, where)
+        except RunError as exc:
+            parser.error(str(exc))
     return run_main("compare", lambda: _compare(args))
+
+
+def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
+    """Each reference's `,KEY=VALUE` narrowing, to check as a usage error before anything is read."""
+    return [(ref.partition(",")[2], f"{ref!r}:") for ref in refs]
 
 
 def _compare(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = DirStore(cache_dir / "runs")
     tasks = TASKS if args.all else ("",)
-    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}") for task in tasks]
+    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in tasks]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
+    mixed = args.accept_mixed
     if args.all:
-        found = list(compare_all(scores, margin=args.margin, show=args.show))
+        found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed))
     else:
-        found = [compare(*scores[0], margin=args.margin, show=args.show)]
-    from evals.store.cache import ResponseCache
+        found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
+    from evals.store.cache import ResponseCache  # here: diskcache is needed only to show answers
 
     cache = ResponseCache(cache_dir) if (cache_dir / "responses").is_dir() else None
     try:
@@ -137,8 +169,17 @@ def _compare(args: argparse.Namespace) -> int:
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
-def _load_pair(store: DirStore, base: str, cand: str) -> tuple[Run, Run]:
-    return load_run(store, resolve_ref(store, base)), load_run(store, resolve_ref(store, cand))
+def _load_pair(store: DirStore, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
+    runs = []
+    for ref, narrowing, option in (
+        (base, args.base_filter, "--base-filter"),
+        (cand, args.cand_filter, "--cand-filter"),
+    ):
+        found = resolve(store, ref, parse_filter(narrowing, option))
+        if found.skipped:
+            print(printable(f"compare: {found.note(ref)}"), file=sys.stderr)
+        runs.append(load_run(store, found.run_id))
+    return runs[0], runs[1]
 
 
 def _print(found: list[Comparison], args: argparse.Namespace) -> None:

@@ -3,10 +3,12 @@ sentence to "you" that names a shared topic, with no preamble.
 
 Each branch has one required check, worth GATE, and refinements that share the rest:
 
-- a match case requires a non-refusal that names one of `must_mention_any` (whole
-  words, up to spelling variants, plural and hyphenation: evals/corpus/words.py); without
-  it the answer scores 0 however well it is phrased. Under fifteen words, "you" and
-  no preamble then each earn a third of the remaining credit;
+- a match case requires a non-refusal that names one of `must_mention_any` (the shared
+  topic in the reader's words; whole words, up to spelling variants, plural and
+  hyphenation: evals/corpus/words.py) in its own words, not inside a run of COPY_RUN or
+  more content words copied from the item (so "You: <title>" earns nothing); without it
+  the answer scores 0 however well it is phrased. Under fifteen words, "you" and no
+  preamble then each earn a third of the remaining credit;
 - a refuse case requires a refusal; the exact mandated wording earns the rest.
 
 A refusal is the mandated sentence or a near miss of it (another case, no full stop,
@@ -24,7 +26,7 @@ from typing import Any
 from attest.backends.types import Message
 from attest.explain import REFUSAL, Explanation, explanation_messages
 from evals.corpus.cases import ExplanationCase
-from evals.corpus.words import mentions, words
+from evals.corpus.words import mentions, own_words, words
 from evals.engine import execute, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import parse_or_error
@@ -35,6 +37,7 @@ CORPUS = Path(__file__).with_name("explanation_cases.json")
 GATE = 0.5  # credit for the required check; the refinements share the other half
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
+COPY_RUN = 3  # this many consecutive content words of the item, copied, name the item and not the reader
 _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'ll|'d)?\b", re.IGNORECASE)
 # over canonical words (evals/corpus/words.py): "outside" is "outsid", "interests" is "interest"
 _REFUSING = re.compile(r"\boutsid (?:of )?(?:your |the reader s )?(?:stated )?interest\b")
@@ -78,8 +81,26 @@ def _score_refuse_case(text: str, refused: bool) -> dict[str, Any]:
 def _score_match_case(case: ExplanationCase, text: str) -> dict[str, Any]:
     if not any(mentions(text, term) for term in case.must_mention_any):
         return {"score": 0.0, "errors": [f"names none of the shared topics {case.must_mention_any}"]}
+    if not _names_topic_itself(case, text):
+        error = (
+            f"names the shared topic {case.must_mention_any} only inside words copied from the item; "
+            "say which of the reader's interests it matches in your own words, not by restating the title"
+        )
+        return {"score": 0.0, "errors": [error]}
     errors = _refinement_errors(text)
     return {"score": 1.0 - (1.0 - GATE) * len(errors) / 3, "errors": errors}
+
+
+def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
+    """Whether a shared-topic term occurs outside the runs the answer copies from the item.
+
+    A copy is COPY_RUN or more consecutive content words that follow one another in the title
+    or the summary (and not in the interests, which are the reader's own words): echoing the
+    title names the item, not why it matches the reader.
+    """
+    own = own_words(text, (case.title, case.summary), case.interests, COPY_RUN)
+    named = (term for term in case.must_mention_any if mentions(text, term))  # lazily: the first usually does
+    return any(any(mentions(stretch, term) for stretch in own) for term in named)
 
 
 def _refinement_errors(text: str) -> list[str]:

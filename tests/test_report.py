@@ -16,7 +16,7 @@ import pytest
 
 from attest.backends.types import ChatResponse, Message
 from evals import explanation_eval, reaction_eval, tagging_eval
-from evals.analysis import baselines, stats
+from evals.analysis import baselines, power, stats
 from evals.analysis.uncertainty import ASSUMES
 from evals.cli import runner
 from evals.engine.execute import IN_PROCESS, RunOutcome, RunSpec, execute
@@ -193,7 +193,7 @@ def test_detectable_difference_is_stats_mde_for_this_n_under_the_stated_spread(
     d = report["uncertainty"]["detectable"]
     assert d["n"] == len(means) and d["power"] == 0.8 and d["assumes"] == ASSUMES
     assert d["sd_of_differences"] == pytest.approx(sd)
-    assert d["effect"] == pytest.approx(stats.minimum_detectable_effect(len(means), sd))
+    assert d["effect"] == pytest.approx(power.minimum_detectable_effect(len(means), sd))
     assert f"detectable      {d['effect']:.2f} at 80% power (n={len(means)}, sd of differences {sd:.2f})" in out
 
 

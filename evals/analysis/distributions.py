@@ -1,8 +1,8 @@
 """Student t, normal and binomial tail functions without scipy, for the command lines' fast path.
 
 Importing scipy costs a fresh `compare` two to eight times what importing numpy does,
-so the paired comparison of 0/1 scores (the exact McNemar test, the adjusted Wald
-interval, the Wilson interval, the detectable difference) uses these instead. They
+so the paired comparison (the adjusted Wald interval and its one-sided p-values), the
+Wilson interval and the detectable difference use these instead. They
 agree with scipy's to about 1e-12 (tests/test_distributions.py checks them against
 scipy); scipy is still imported, when needed, for the bootstrap and the permutation test.
 """

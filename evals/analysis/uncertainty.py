@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from evals.analysis import stats
+from evals.analysis import paired, stats
 from evals.analysis.baselines import Baseline
+from evals.analysis.power import Detectable, minimum_detectable_effect
 from evals.corpus.cases import AnyCase, ReactionCase
 from evals.engine.pipeline import CaseResult
 
@@ -70,7 +71,7 @@ def _baseline_row(baseline: Baseline, ids: Sequence[str], model: Sequence[float]
     if missing:
         raise ValueError(f"baseline {baseline.name} has no score for cases {missing[:5]}: score it on the same cases")
     base = [baseline.scores[i] for i in ids]
-    difference = estimate_json(stats.difference(base, model), "adjusted Wald, paired", signed=True)
+    difference = estimate_json(paired.difference(base, model), "adjusted Wald, paired", signed=True)
     return {"name": baseline.name, "answer": baseline.answer, **_mean_of(base), "difference": difference}
 
 
@@ -95,8 +96,8 @@ def detectable(model: Sequence[float], *, power: float = 0.8, alpha: float = 0.0
     n = len(model)
     sd_cases = float(np.std(model, ddof=1)) if n > 1 else 0.0
     sd = math.sqrt(2.0) * sd_cases
-    effect = stats.minimum_detectable_effect(n, sd, alpha=alpha, power=power)
-    shown = stats.Detectable(effect, n, sd, "sd of differences", power)
+    effect = minimum_detectable_effect(n, sd, alpha=alpha, power=power)
+    shown = Detectable(effect, n, sd, "sd of differences", power)
     return {
         "effect": None if math.isinf(effect) else effect,
         "n": n,

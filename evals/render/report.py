@@ -38,7 +38,10 @@ FLAKY_SHOWN = 10
 REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
 _CODE = [
     Path(__file__),
-    *(Path(__file__).parent.parent / "analysis" / name for name in ("uncertainty.py", "baselines.py", "stats.py")),
+    *(
+        Path(__file__).parent.parent / "analysis" / name
+        for name in ("uncertainty.py", "baselines.py", "stats.py", "paired.py", "power.py")
+    ),
     Path(attest.backends.stub.__file__),
 ]
 
