@@ -20,7 +20,7 @@ Refused in one line (exit 1): a run compared with itself; runs of different task
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
-`--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares the three tasks at
+`--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
 once under Holm's correction, one verdict per task.
 
 Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
+from evals import tasks
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
@@ -52,9 +53,8 @@ from evals.store.refs import parse_filter, resolve
 if TYPE_CHECKING:
     from evals.engine.pipeline import AnswerCache
 
-__all__ = ["TASKS", "main", "with_answers"]
+__all__ = ["main", "with_answers"]
 
-TASKS = ("tagging", "reaction", "explanation")
 NOT_CACHED = "(not in the cache)"
 
 
@@ -94,8 +94,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="compare",
         description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
         "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous, "
-        "narrowed by KEY=VALUE pairs after a comma (reaction@latest,backend=local,model=NAME,label=LABEL; "
-        "keys backend, model, label, split); with --all they are @latest or @previous and the three tasks are "
+        "narrowed by KEY=VALUE pairs after a comma (TASK@latest,backend=local,model=NAME,label=LABEL; "
+        "keys backend, model, label, split); with --all they are @latest or @previous and every task is "
         "decided together (Holm). Opens with what differs between the runs; when more than one of prompt, "
         "model and options differ the verdict is inconclusive (exit 3) unless --accept-mixed.",
     )
@@ -147,8 +147,8 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 def _compare(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = DirStore(cache_dir / "runs")
-    tasks = TASKS if args.all else ("",)
-    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in tasks]
+    names = tasks.names() if args.all else ("",)
+    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
     if args.all:

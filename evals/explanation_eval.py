@@ -14,24 +14,41 @@ Each branch has one required check, worth GATE, and refinements that share the r
 A refusal is the mandated sentence or a near miss of it (another case, no full stop,
 extra words around "outside your stated interests"): it counts as refusing, so it is
 wrong on a match case and loses only the exact-wording credit on a refuse case.
+`gate` is tagging_eval's.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from attest.backends.types import Message
 from attest.explain import REFUSAL, Explanation, explanation_messages
 from evals.corpus.cases import ExplanationCase
-from evals.corpus.words import mentions, own_words, words
+from evals.corpus.rules import explanation_rules
+from evals.corpus.targets import explanation_targets
+from evals.corpus.words import content_words, mentions, own_words, words
 from evals.engine import execute, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import parse_or_error
+from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.tagging_eval import gate
 
-__all__ = ["TASK", "dspy_fields", "evaluate", "is_refusal", "load_cases", "score_one", "to_dspy_example"]
+__all__ = [
+    "TASK",
+    "dspy_fields",
+    "evaluate",
+    "gate",
+    "is_refusal",
+    "load_cases",
+    "score_one",
+    "strategies",
+    "to_dspy_example",
+]
 
 CORPUS = Path(__file__).with_name("explanation_cases.json")
 GATE = 0.5  # credit for the required check; the refinements share the other half
@@ -127,7 +144,89 @@ def summarise(cases: Sequence[ExplanationCase], results: Sequence[dict[str, Any]
     }
 
 
-TASK = pipeline.Task("explanation", ExplanationCase, Explanation, CORPUS, render, score_one, summarise)
+GENERIC_EXPLANATION = "You may find this relevant to your work."
+# the reader's interests echoed back name the reader's topic words without saying anything of the item: a scorer
+# that credits naming the topic pays them, so they are part of the honest floor
+ECHOED_WORDS = 13
+
+
+def strategies(cases: Sequence[ExplanationCase]) -> list[Strategy[ExplanationCase]]:
+    """The title echoed as `You: {title}` and the reader's own interests echoed back, each with and without a
+    word-overlap refuse rule; the exact refusal; a generic sentence; one naming the most frequent shared topic."""
+    found: list[Strategy[ExplanationCase]] = [
+        Strategy('the title echoed as "You: {title}"', _echo),
+        Strategy(
+            'the title echoed as "You: {title}", refusing when interests and item share no content word',
+            _echo_or_refuse,
+        ),
+        Strategy(f"the first {ECHOED_WORDS} words of the interests echoed", _echo_interests),
+        Strategy(
+            f"the first {ECHOED_WORDS} words of the interests echoed, refusing when interests and item share no "
+            "content word",
+            _echo_interests_or_refuse,
+        ),
+        Strategy.constant(json.dumps({"text": REFUSAL}), f"always the exact refusal {REFUSAL!r}"),
+        Strategy.constant(json.dumps({"text": GENERIC_EXPLANATION}), f"always {GENERIC_EXPLANATION!r}"),
+    ]
+    topics = Counter(t.lower() for c in cases if not c.refuse for t in c.must_mention_any).most_common(1)
+    if topics:
+        sentence = f"This matches your interest in {topics[0][0]}."
+        found.append(Strategy.constant(json.dumps({"text": sentence}), f"always {sentence!r}"))
+    return found
+
+
+def _echo(case: ExplanationCase) -> str:
+    return json.dumps({"text": f"You: {case.title}"})
+
+
+def _echo_interests(case: ExplanationCase) -> str:
+    return json.dumps({"text": "You: " + " ".join(case.interests.split()[:ECHOED_WORDS])})
+
+
+def _echo_or_refuse(case: ExplanationCase) -> str:
+    return _echo(case) if _shares_a_word(case) else json.dumps({"text": REFUSAL})
+
+
+def _echo_interests_or_refuse(case: ExplanationCase) -> str:
+    return _echo_interests(case) if _shares_a_word(case) else json.dumps({"text": REFUSAL})
+
+
+def _shares_a_word(case: ExplanationCase) -> bool:
+    return bool(content_words(case.interests) & content_words(f"{case.title} {case.summary}"))
+
+
+def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return ("interests", "title", "summary"), ("refuse", "must_mention_any")
+
+
+def to_dspy_example(case: ExplanationCase) -> dict[str, Any]:
+    inputs = {"interests": case.interests, "title": case.title, "summary": case.summary}
+    return {**inputs, "refuse": case.refuse, "must_mention_any": list(case.must_mention_any), "case": case}
+
+
+def _refusal_counts(cases: Sequence[ExplanationCase]) -> list[str]:
+    values = [case.refuse for case in cases]
+    return [str(values.count(True)), str(values.count(False))]
+
+
+def _rules(path: Path, cases: Sequence[ExplanationCase], context: CheckContext) -> Iterable[str]:
+    return explanation_rules(path, cases)
+
+
+TASK = pipeline.Task(
+    "explanation",
+    ExplanationCase,
+    Explanation,
+    CORPUS,
+    render,
+    score_one,
+    summarise,
+    strategies=strategies,
+    interval="bootstrap",  # graded: refinements earn thirds of the remaining credit
+    dspy_fields=dspy_fields(),
+    to_dspy_example=to_dspy_example,
+    checks=CorpusChecks(("refuse=true", "refuse=false"), _refusal_counts, _rules, explanation_targets),
+)
 
 
 def load_cases(path: Path | None = None, split: str | None = None) -> list[ExplanationCase]:
@@ -143,11 +242,3 @@ def evaluate(
 ) -> EvalResult:
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
-
-def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return ("interests", "title", "summary"), ("refuse", "must_mention_any")
-
-
-def to_dspy_example(case: ExplanationCase) -> dict[str, Any]:
-    inputs = {"interests": case.interests, "title": case.title, "summary": case.summary}
-    return {**inputs, "refuse": case.refuse, "must_mention_any": list(case.must_mention_any), "case": case}

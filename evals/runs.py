@@ -30,6 +30,8 @@ from evals.store.refs import RunRow, list_runs, resolve_ref
 
 __all__ = ["main"]
 
+CACHE_DIR_HELP = "cache and run directory (env ATTEST_CACHE_DIR; default cache/)"
+
 
 def _age(created: float) -> str:
     seconds = max(0.0, time.time() - created)
@@ -149,7 +151,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--cache-dir", help=CACHE_DIR_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first")
     ls.add_argument("--task", help="only this task's runs")
@@ -165,6 +167,8 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
+    for command in (ls, show, prune, gc):  # the shared option before or after the subcommand
+        command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
     return parser
 
 

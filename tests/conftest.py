@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -87,3 +87,19 @@ def local_servers(_local_server_settings: None, tmp_path_factory: pytest.TempPat
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-servers")))
         return shared_servers()
+@pytest.fixture
+def swap_task() -> Iterator[Callable[[Any], None]]:
+    """Register a replacement for a task (same name) for one test; the original comes back after it."""
+    from evals import tasks  # not at import: the suite's app-only tests must not load the harness
+
+    saved = {name: tasks.get(name) for name in tasks.names()}
+
+    def swap(task: Any) -> None:
+        tasks.register(task)
+
+    yield swap
+    for name in tasks.names():
+        if name not in saved:
+            tasks.unregister(name)
+    for task in saved.values():
+        tasks.register(task)

@@ -22,9 +22,10 @@ from pydantic import BaseModel
 from attest.features import TAGS
 from evals import corpus_check
 from evals.corpus.cases import SPLITS, ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.fixture import FixtureItem, FixtureLabel, FixturePersona
 from evals.corpus.read import read_cases, split_sha256
 from evals.corpus.targets import Targets, explanation_targets, reaction_targets, tagging_targets
-from evals.corpus_check import FixtureItem, FixtureLabel, FixturePersona, main
+from evals.corpus_check import main
 
 REPO = Path(__file__).resolve().parents[1]
 Corpora = dict[str, Any]
