@@ -17,8 +17,10 @@ from pathlib import Path
 from types import ModuleType
 
 from benchmarks import (
+    bench_cli,
     bench_compare,
     bench_html,
+    bench_local,
     bench_runs_compare,
     fig1_rescore,
     fig2_cache_hit,
@@ -39,6 +41,8 @@ FIGURES: tuple[ModuleType, ...] = (
     bench_compare,
     bench_runs_compare,
     bench_html,
+    bench_cli,
+    bench_local,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -37,7 +37,7 @@ import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
@@ -46,13 +46,15 @@ from evals import tasks
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
-from evals.engine.pipeline import AnswerCache
 from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
-from evals.store.cache import ResponseCache, resolve_cache_dir
+from evals.store.cache import resolve_cache_dir
 from evals.store.records import DirStore, Manifest, RunError
 from evals.store.refs import parse_filter, resolve
+
+if TYPE_CHECKING:
+    from evals.engine.pipeline import AnswerCache
 
 __all__ = ["main", "with_answers"]
 
@@ -106,7 +108,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
-    parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
+    parser.add_argument(
+        "--allow-split-mismatch",
+        action="store_true",
+        help="pair runs of different splits or subsets (--limit, --case) on the cases they share",
+    )
     parser.add_argument(
         "--html", metavar="FILE", help="also write the comparison's page (one offline HTML file) to FILE; - for stdout"
     )
@@ -155,6 +161,8 @@ def _compare(args: argparse.Namespace) -> int:
         found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed))
     else:
         found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
+    from evals.store.cache import ResponseCache  # here: diskcache is needed only to show answers
+
     cache = ResponseCache(cache_dir) if (cache_dir / "responses").is_dir() else None
     try:
         found = [

@@ -165,6 +165,7 @@ def test_the_tag_prompt_artifact_is_recorded_for_tagging_only(
     assert reaction.provenance.tag_prompt_path is None and reaction.provenance.tag_prompt_sha256 is None
 
 
+@pytest.mark.slow
 def test_outside_a_git_checkout_the_commit_is_absent_not_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
