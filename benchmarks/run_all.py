@@ -17,7 +17,10 @@ from pathlib import Path
 from types import ModuleType
 
 from benchmarks import (
+    bench_cli,
     bench_compare,
+    bench_html,
+    bench_local,
     bench_runs_compare,
     fig1_rescore,
     fig2_cache_hit,
@@ -37,6 +40,9 @@ FIGURES: tuple[ModuleType, ...] = (
     fig6_inspect,
     bench_compare,
     bench_runs_compare,
+    bench_html,
+    bench_cli,
+    bench_local,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -4,7 +4,8 @@
   prompt fingerprint, score, age); `--task`, `--json`. Runs unchanged since the last
   listing come from `runs/.index.json` (evals/store/run_index.py), so 1,000 runs list at once.
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
-  answer text from the cache, its score and the scorer's errors.
+  answer text from the cache, its score and the scorer's errors; `--html FILE` writes the
+  run's page instead (one offline HTML file, evals/render/html.py; `-` for stdout).
 - `prune --incomplete | --older-than DAYS | --keep-last N`: removes run directories
   (a dry run unless `--yes`), never a run another process is writing.
 - `gc`: removes cache entries that no remaining run references (dry run unless `--yes`).
@@ -25,7 +26,7 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
 from evals.store.cache import ResponseCache, resolve_cache_dir
-from evals.store.records import DirStore, RunError
+from evals.store.records import DirStore, Manifest, RunError
 from evals.store.refs import RunRow, list_runs, resolve_ref
 
 __all__ = ["main"]
@@ -85,10 +86,38 @@ def _show(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
     run_id = resolve_ref(store, args.run)
     cache = ResponseCache(cache_dir)
     try:
+        if args.html is not None:
+            if args.case is not None:
+                raise AttestError("--html writes the whole run's page; drop --case (the page filters by text)")
+            return _show_html(store, cache, run_id, args.html)
         print(show_run(store, cache, run_id, case=args.case, as_json=args.json))
     finally:
         cache.close()
     return 0
+
+
+def _show_html(store: DirStore, cache: ResponseCache, run_id: str, target: str) -> int:
+    from evals.render.html import write_page
+    from evals.render.pages import stored_run_html
+
+    write_page(stored_run_html(store, cache, run_id, _stub_texts), target)
+    if target != "-":
+        print(f"page            {target}")
+    return 0
+
+
+def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
+    """The stub's answers on the run's cases, for the page's "identical to the stub's" check (None: unknown task)."""
+    from evals import tasks
+    from evals.analysis.stub_texts import stub_texts
+    from evals.render.pages import corpus_cases
+
+    try:
+        task = tasks.get(manifest.task)
+        cases = [task.case_model.model_validate(c) for c in corpus_cases(manifest).values()]
+    except (tasks.UnknownTaskError, ValueError):
+        return None
+    return stub_texts(task, cases)
 
 
 def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
@@ -174,7 +203,11 @@ def _parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="a run's provenance, then each case's answer, score and errors")
     show.add_argument("run", help="a run id, or TASK@latest / TASK@previous")
     show.add_argument("--case", help="only this case id")
-    show.add_argument("--json", action="store_true", help="print JSON")
+    shown = show.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print JSON")
+    shown.add_argument(
+        "--html", metavar="FILE", help="write the run's page (one offline HTML file) to FILE; - for stdout"
+    )
     prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")

@@ -67,7 +67,8 @@ class RunError(AttestError):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    # defer_build: validators are built on first use, so a command line pays only for the records it reads
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True, allow_inf_nan=False)
 
 
 class SampleRef(_Record):
@@ -107,7 +108,7 @@ class Manifest(_Record):
     run_id: _RunId
     task: _Name
     created: _Time
-    status: Literal["generating", "complete", "failed"]
+    status: Literal["generating", "complete", "failed", "interrupted"]
     backend: _Name
     model: _Name
     digest: _Name
@@ -120,6 +121,8 @@ class Manifest(_Record):
     case_sha256: dict[_Name, _Sha] = Field(default_factory=dict)  # inputs and label of each case, for pairing runs
     generate_seconds: float | None = Field(default=None, ge=0.0)
     label: _Name = ""  # free text: "baseline", "candidate", ...
+    limit: int | None = Field(default=None, ge=1)  # --limit N: a stratified subset of the split, not all of it
+    only: list[_Name] = Field(default_factory=list)  # --case ID...: only these cases of the split
 
 
 class Report(_Record):
@@ -156,7 +159,7 @@ class ReportHead(BaseModel):
     """What `runs list` reads of a report.json: its score, without building its per-case results
     (the whole report is checked where it is used: show, rescore, compare)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True, defer_build=True)
     kind: ClassVar[str] = "report"
 
     schema_version: Literal[1]
