@@ -38,6 +38,7 @@ from evals.store.records import Decision, DirStore, Manifest, Report, RunError
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
+
 @dataclass(frozen=True)
 class Rescored:
     manifest: Manifest
