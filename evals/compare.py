@@ -35,9 +35,10 @@ from evals.engine.pipeline import AnswerCache
 from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
-from evals.store.cache import ResponseCache, resolve_cache_dir
-from evals.store.records import DirStore, Manifest
+from evals.store.open import open_store
+from evals.store.records import DirStore, Manifest, RunStore
 from evals.store.refs import resolve_ref
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 __all__ = ["TASKS", "main", "with_answers"]
 
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
     parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
@@ -109,7 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
-    store = DirStore(cache_dir / "runs")
+    url = resolve_store_url(args.store)
+    if url is None and not (cache_dir / "responses").is_dir():  # no answers cached: the records alone
+        return _compare_in(DirStore(cache_dir / "runs"), None, args)
+    opened = open_store(url, cache_dir)
+    try:
+        return _compare_in(opened.runs, opened.answers, args)
+    finally:
+        opened.close()
+
+
+def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Namespace) -> int:
     tasks = TASKS if args.all else ("",)
     pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}") for task in tasks]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
@@ -117,19 +129,12 @@ def _compare(args: argparse.Namespace) -> int:
         found = list(compare_all(scores, margin=args.margin, show=args.show))
     else:
         found = [compare(*scores[0], margin=args.margin, show=args.show)]
-    cache = ResponseCache(cache_dir) if (cache_dir / "responses").is_dir() else None
-    try:
-        found = [
-            with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)
-        ]
-    finally:
-        if cache is not None:
-            cache.close()
+    found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
     _print(found, args)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
-def _load_pair(store: DirStore, base: str, cand: str) -> tuple[Run, Run]:
+def _load_pair(store: RunStore, base: str, cand: str) -> tuple[Run, Run]:
     return load_run(store, resolve_ref(store, base)), load_run(store, resolve_ref(store, cand))
 
 

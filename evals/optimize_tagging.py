@@ -58,8 +58,10 @@ from evals.corpus.cases import TaggingCase
 from evals.engine.execute import RunOutcome, RunSpec, execute, with_render
 from evals.engine.execute import evaluate as execute_evaluate
 from evals.engine.pipeline import CachedChat, EvalResult, SampleChat, stderr_progress
-from evals.store.cache import Identity, ResponseCache, request_key, resolve_cache_dir
-from evals.store.records import Decision, DirStore, RunStore, new_run_id, write_atomic
+from evals.store.keys import Identity, request_key
+from evals.store.open import Opened, open_store
+from evals.store.records import Decision, RunStore, new_run_id, write_atomic
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.tagging_eval import TASK, dspy_fields, load_cases, score_one, to_dspy_example
 
 __all__ = [
@@ -315,6 +317,7 @@ def _parser() -> argparse.ArgumentParser:
         help="where an accepted artifact goes (default evals/prompts/tagging.json)",
     )
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
     add_backend_options(parser, default_backend="auto")
     return parser
@@ -357,16 +360,16 @@ class _Outcome:
 def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     train, judged = load_cases(split="train"), load_cases(split=args.split)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    cache = ResponseCache(cache_dir)
+    store = open_store(resolve_store_url(args.store), cache_dir)
     try:
         backend = backend_factory(settings_from_args(args, default_backend="auto"))
         try:
             identity = Identity.of(backend)
-            outcome = _optimise(args, backend, cache, identity, train, judged)
+            outcome = _optimise(args, backend, store, identity, train, judged)
         finally:
             backend.close()
     finally:
-        cache.close()
+        store.close()
     written = _write_artifact(args.output, outcome.search.prompt) if outcome.decision.verdict == "ship" else None
     record = _record(args, cache_dir, identity, outcome, written)
     if args.json:
@@ -379,18 +382,18 @@ def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
 def _optimise(
     args: argparse.Namespace,
     backend: Backend,
-    cache: ResponseCache,
+    opened: Opened,
     identity: Identity,
     train: Sequence[TaggingCase],
     judged: Sequence[TaggingCase],
 ) -> _Outcome:
+    cache, store = opened.answers, opened.runs
     budgeted = BudgetedChat(CachedChat.from_backend(backend, cache, identity), args.budget)
     label = f"attest/{identity.kind}/{identity.model}"
     found = search(
         budgeted, train, seed=args.seed, max_demos=args.max_demos, instructions=BASELINE.instructions, label=label
     )
     dev_chat = CachedChat.from_backend(backend, cache, identity)
-    store = DirStore(cache.directory / "runs")
     baseline = run_prompt(dev_chat, store, judged, BASELINE, "optimiser baseline", split=args.split)
     candidate = run_prompt(dev_chat, store, judged, found.prompt, "optimiser candidate", split=args.split)
     comparison, decision = decide(

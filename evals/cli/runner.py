@@ -24,8 +24,11 @@ from attest.options import OneLineErrorParser, add_backend_options, at_least, po
 from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import CachedChat, Task, load_cases, stderr_progress
 from evals.render.report import annotate, print_report
-from evals.store.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
+from evals.store.keys import Identity
+from evals.store.open import Opened, open_store
+from evals.store.protocols import Runs
 from evals.store.records import DirStore
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
 
@@ -56,6 +59,7 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--concurrency", type=at_least(1), help="model calls in flight (default: 1, or 4 for openai)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument(
         "--lease-wait",
         type=positive_seconds,
@@ -102,33 +106,36 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     if not cases:
         raise AttestError(f"{corpus_path}: no cases in split {args.split!r}")
     cache_dir = resolve_cache_dir(args.cache_dir)
-    cache = ResponseCache(cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
+    store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
         backend = backend_factory(settings_from(args))
         try:
             spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat)
-            outcome = _generate_and_score(spec, args, cache, backend)
+            outcome = _generate_and_score(spec, args, store, backend)
         finally:
             backend.close()
+        _show(outcome, args, store.runs, store.answers.warnings)
     finally:
-        cache.close()
-    _show(outcome, args, DirStore(cache_dir / "runs"), cache.warnings)
+        store.close()
     return 0
 
 
-def _generate_and_score(spec: RunSpec, args: argparse.Namespace, cache: ResponseCache, backend: Backend) -> RunOutcome:
-    chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
+def _generate_and_score(spec: RunSpec, args: argparse.Namespace, store: Opened, backend: Backend) -> RunOutcome:
+    chat = CachedChat.from_backend(backend, store.answers, Identity.of(backend))
     concurrency = args.concurrency or DEFAULT_CONCURRENCY.get(backend.kind, 1)
-    store = DirStore(cache.directory / "runs")
     try:
-        return execute(
-            spec, chat, store, concurrency=concurrency, progress=stderr_progress(f"{spec.task.name} {spec.split}")
+        outcome = execute(
+            spec, chat, store.runs, concurrency=concurrency, progress=stderr_progress(f"{spec.task.name} {spec.split}")
         )
     except BackendError as exc:
         raise BackendError(f"{exc} (every answer received so far is cached: rerun to continue)", url=exc.url) from None
+    if store.shared:
+        report = outcome.report.model_copy(update={"generate": {**outcome.report.generate, "store": store.where}})
+        outcome = dataclasses.replace(outcome, report=report)
+    return outcome
 
 
-def _show(outcome: RunOutcome, args: argparse.Namespace, store: DirStore, warnings: Sequence[str]) -> None:
+def _show(outcome: RunOutcome, args: argparse.Namespace, store: Runs, warnings: Sequence[str]) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     outcome = annotate(outcome, store)
@@ -136,4 +143,5 @@ def _show(outcome: RunOutcome, args: argparse.Namespace, store: DirStore, warnin
     if args.json:
         print(json.dumps(outcome.report.model_dump(mode="json"), indent=1))
     else:
-        print_report(outcome, store.run_dir(outcome.run_id), worst=args.worst)
+        where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else f"{getattr(store, 'where', '')}"
+        print_report(outcome, where, worst=args.worst)

@@ -34,8 +34,9 @@ from evals.engine.pipeline import (
     plan,
     score_planned,
 )
-from evals.store.cache import Identity
-from evals.store.records import Manifest, MemoryStore, Provenance, Report, RunStore, SampleRef, new_run_id
+from evals.store.keys import Identity
+from evals.store.protocols import Runs
+from evals.store.records import Manifest, MemoryStore, Provenance, Report, SampleRef, new_run_id
 
 __all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 
@@ -78,7 +79,7 @@ class RunOutcome:
 def execute(
     spec: RunSpec,
     chat: CachedChat,
-    store: RunStore,
+    store: Runs,
     *,
     concurrency: int = 1,
     progress: Progress | None = None,
@@ -150,6 +151,7 @@ def report_of(manifest: Manifest, result: EvalResult, stats: GenerateStats | Non
     generate: dict[str, Any] = {}
     if stats is not None:
         generate = {"samples": stats.samples, "hits": stats.hits, "misses": stats.misses, "seconds": stats.seconds}
+        generate.update(workers=stats.workers, servers=stats.servers)
     return Report(
         run_id=manifest.run_id,
         task=manifest.task,
@@ -177,7 +179,7 @@ def evaluate(
     *,
     repeat: int = 1,
     on_case: Callable[[CaseResult], None] | None = None,
-    store: RunStore | None = None,
+    store: Runs | None = None,
 ) -> EvalResult:
     """Run `cases` through `chat_json` in process: the same loop as the run scripts, in memory."""
     spec = RunSpec(task, cases, cases, task.corpus, "all", repeat)

@@ -16,8 +16,9 @@ import statistics
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -30,7 +31,8 @@ from attest.errors import AttestError
 from evals.corpus.cases import AnyCase
 from evals.corpus.read import read_cases, split_sha256
 from evals.engine.bounded import run_bounded
-from evals.store.cache import Entry, Identity, request_key, request_seed
+from evals.store.keys import Entry, Identity, request_key, request_seed, this_worker
+from evals.store.protocols import Answers
 
 __all__ = [
     "AnswerCache",
@@ -129,20 +131,11 @@ class GenerateStats:
     misses: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    workers: dict[str, int] = field(default_factory=dict)  # samples of this run each worker produced
+    servers: dict[str, int] = field(default_factory=dict)  # ... and each model server
 
 
-class AnswerCache(Protocol):
-    """What the pipeline needs of a cache: `ResponseCache` on disk, `MemoryCache` in memory."""
-
-    warnings: list[str]
-
-    def get(self, key: str) -> Entry | None: ...
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
-
-    def put(self, key: str, entry: Entry) -> None: ...
-
-    def lease(self, key: str) -> AbstractContextManager[bool]: ...
+AnswerCache = Answers  # what the pipeline needs of a store: evals.store.protocols.Answers
 
 
 class MemoryCache:
@@ -162,7 +155,7 @@ class MemoryCache:
         self.entries[key] = entry
 
     @contextmanager
-    def lease(self, key: str) -> Iterator[bool]:
+    def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
         yield key not in self.entries
 
 
@@ -173,15 +166,18 @@ class CachedChat:
     such as a test's fake; the sample index is passed on, so repeats can be sampled.
     """
 
-    def __init__(self, ask: SampleChat, cache: AnswerCache, identity: Identity) -> None:
+    def __init__(self, ask: SampleChat, cache: AnswerCache, identity: Identity, *, server: str = "") -> None:
         self.ask = ask
         self.cache = cache
         self.identity = identity
         self.calls = 0
+        self.worker = this_worker()
+        self.server = server  # the model server's URL without credentials, recorded with each answer
 
     @classmethod
     def from_backend(cls, backend: Backend, cache: AnswerCache, identity: Identity | None = None) -> CachedChat:
-        return cls(_backend_ask(backend), cache, identity or Identity.of(backend))
+        server = getattr(backend, "host", None) or getattr(backend, "base_url", None) or getattr(backend, "kind", "")
+        return cls(_backend_ask(backend), cache, identity or Identity.of(backend), server=str(server))
 
     def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
         return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema, sample)[0]
@@ -190,19 +186,30 @@ class CachedChat:
         self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int = 0
     ) -> tuple[Entry, bool]:
         """The entry for `key` and whether it was a hit; a miss calls the model and stores the answer."""
+        found = self.try_fetch(key, messages, schema, sample, wait=True)
+        assert found is not None  # waiting never yields "held"
+        return found
+
+    def try_fetch(
+        self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int = 0, *, wait: bool
+    ) -> tuple[Entry, bool] | None:
+        """`fetch`, or with `wait=False` None at once when another live run holds the sample's lease."""
         entry = self.cache.get(key)
         if entry is not None:
             return entry, True
-        with self.cache.lease(key) as mine:
+        with self.cache.lease(key, wait=wait) as mine:
+            if mine is None:
+                return None
             if not mine:
                 found = self.cache.get(key)
                 if found is not None:
                     return found, True
             self.calls += 1
             response = self.ask(messages, schema, sample)
-            entry = response if isinstance(response, Entry) else Entry.of(response)
-            self.cache.put(key, entry)
-            return entry, False
+            who = {"worker": self.worker, "server": self.server}
+            stored = response if isinstance(response, Entry) else Entry.of(response, **who)
+            self.cache.put(key, stored)
+            return stored, False
 
 
 def _backend_ask(backend: Backend) -> SampleChat:
@@ -258,9 +265,11 @@ def generate(
 ) -> GenerateStats:
     """Fill the cache for every planned sample; at most `concurrency` model calls in flight.
 
-    Hits are settled first, in order; misses go to a thread pool. The first failed
-    request stops the run (after the backend's own retries); everything answered
-    before it is already in the cache, so a rerun asks only for what is missing.
+    Hits are settled first, in order; misses go to a thread pool. A miss another live
+    run (another worker on a shared store) holds is skipped and come back to after the
+    rest, when its answer is read once the holder stored it. The first failed request
+    stops the run (after the backend's own retries); everything answered before it is
+    already in the cache, so a rerun asks only for what is missing.
     """
     stats = GenerateStats(samples=len(planned))
     start = time.perf_counter()
@@ -271,19 +280,33 @@ def generate(
     if progress:
         progress(stats)
     lock = threading.Lock()
+    held: list[Planned] = []
 
-    def one(p: Planned) -> None:
-        _, hit = chat.fetch(p.key, p.messages, schema, p.sample)
+    def attempt(p: Planned, wait: bool) -> None:
+        got = chat.try_fetch(p.key, p.messages, schema, p.sample, wait=wait)
         with lock:
-            stats.hits += hit
-            stats.misses += not hit
+            if got is None:
+                held.append(p)
+                return
+            stats.hits += got[1]
+            stats.misses += not got[1]
             if progress:
                 progress(stats)
 
-    run_bounded(one, misses, concurrency)
+    run_bounded(lambda p: attempt(p, False), misses, concurrency)
+    order = {p.key: n for n, p in enumerate(misses)}
+    run_bounded(lambda p: attempt(p, True), sorted(held, key=lambda p: order[p.key]), concurrency)
+    _count_producers(stats, chat.cache, planned)
     stats.seconds = time.perf_counter() - start
     stats.warnings = list(chat.cache.warnings)
     return stats
+
+
+def _count_producers(stats: GenerateStats, cache: AnswerCache, planned: Sequence[Planned]) -> None:
+    """How many of the run's samples each worker and each model server produced (unknown: stored before)."""
+    entries = [e for e in cache.get_many([p.key for p in planned]).values() if e is not None]
+    stats.workers = dict(Counter(e.worker or "unknown" for e in entries).most_common())
+    stats.servers = dict(Counter(e.server or "unknown" for e in entries).most_common())
 
 
 # --- scoring ---------------------------------------------------------------------------

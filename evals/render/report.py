@@ -30,7 +30,8 @@ import attest.backends.stub
 from attest.text import printable
 from evals.analysis import baselines
 from evals.engine.execute import RunOutcome
-from evals.store.records import RunError, RunStore
+from evals.store.protocols import Runs
+from evals.store.records import RunError
 
 __all__ = ["annotate", "inputs_sha256", "print_report"]
 
@@ -43,7 +44,7 @@ _CODE = [
 ]
 
 
-def annotate(outcome: RunOutcome, store: RunStore | None = None) -> RunOutcome:
+def annotate(outcome: RunOutcome, store: Runs | None = None) -> RunOutcome:
     """The outcome with its report's uncertainty block filled in; unchanged if it does not know its cases.
 
     With a `store`, a block computed from the same inputs by one of the task's latest
@@ -88,7 +89,7 @@ def inputs_sha256(outcome: RunOutcome) -> str:
     return digest.hexdigest()
 
 
-def _reusable(store: RunStore, outcome: RunOutcome, key: str) -> dict[str, Any] | None:
+def _reusable(store: Runs, outcome: RunOutcome, key: str) -> dict[str, Any] | None:
     mark = f"-{outcome.manifest.task}-"
     recent = [r for r in store.run_ids() if mark in r and r != outcome.run_id][-REUSE_LOOKBACK:]
     for run_id in reversed(recent):
@@ -101,7 +102,7 @@ def _reusable(store: RunStore, outcome: RunOutcome, key: str) -> dict[str, Any] 
     return None
 
 
-def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5) -> None:
+def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows)."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
@@ -114,6 +115,8 @@ def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5) -> None:
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
+    for line in producer_lines(stats.workers, stats.servers):
+        print(line)
     for line in _summary_lines(result.summary, block.get("verdicts")):
         print(line)
     shown = [r for r in result.worst(worst) if r.score < 1.0] if worst else []
@@ -121,8 +124,15 @@ def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5) -> None:
         print("  worst cases:")
     for r in shown:
         print(f"    {r.score:.2f}  {r.id}#{r.sample}: {printable('; '.join(r.errors) or '(no errors)')}")
-    print(f"  report          {run_dir / 'report.json'}")
+    shown_at = run_dir / "report.json" if isinstance(run_dir, Path) else f"run {outcome.run_id} in {run_dir}"
+    print(f"  report          {printable(str(shown_at))}")
     print(f"  answers         python -m evals.runs show {outcome.run_id}")
+
+
+def producer_lines(workers: dict[str, int], servers: dict[str, int]) -> list[str]:
+    """Who produced the run's samples: each worker (user@host pid) and each model server, with a count."""
+    lines = [f"  worker          {printable(w)}: {n} samples" for w, n in workers.items()]
+    return lines + [f"  model server    {printable(s)}: {n} samples" for s, n in servers.items()]
 
 
 def _uncertainty_lines(block: dict[str, Any]) -> list[str]:

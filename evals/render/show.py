@@ -9,13 +9,13 @@ from typing import Any
 from attest.text import printable
 from evals.engine.execute import Prompts
 from evals.engine.pipeline import AnswerCache
-from evals.store.records import DirStore, Manifest, RunError
+from evals.store.records import Manifest, RunError, RunStore
 
 __all__ = ["show_run"]
 
 
 def show_run(
-    store: DirStore, cache: AnswerCache, run_id: str, *, case: str | None = None, as_json: bool = False
+    store: RunStore, cache: AnswerCache, run_id: str, *, case: str | None = None, as_json: bool = False
 ) -> str:
     manifest = store.manifest(run_id)
     report = store.report(run_id)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.store import run_index
-from evals.store.records import DirStore, ReportHead, RunError
+from evals.store.records import DirStore, ReportHead, RunError, RunStore
 from evals.store.run_index import Summary
 
 __all__ = ["RunRow", "list_runs", "resolve_ref"]
@@ -27,12 +27,15 @@ class RunRow:
         return self.summary.model_dump()
 
 
-def list_runs(store: DirStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
+def list_runs(store: RunStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
     """Every run in the store, newest first by creation time (ids have a second's resolution).
 
     A run whose files are unchanged since `runs/.index.json` summarised them is taken from
-    there; any other is read and checked in full (and the index updated).
+    there; any other is read and checked in full (and the index updated). A shared store
+    (PostgreSQL) has no index: each run is read.
     """
+    if not isinstance(store, DirStore):
+        return sorted(_read_all(store, task), key=_created, reverse=True)
     known, fresh, rows = run_index.load(store.root), {}, []
     for run_id in store.run_ids():
         stamp = run_index.stamp(store.root / run_id, clock)
@@ -51,7 +54,20 @@ def list_runs(store: DirStore, task: str | None = None, *, clock: run_index.Cloc
     return sorted(rows, key=_created, reverse=True)
 
 
-def _summary(store: DirStore, run_id: str) -> Summary:
+def _read_all(store: RunStore, task: str | None) -> list[RunRow]:
+    rows = []
+    for run_id in store.run_ids():
+        try:
+            summary = _summary(store, run_id)
+        except RunError as exc:
+            rows.append(RunRow(run_id, None, str(exc)))
+            continue
+        if task is None or summary.task == task:
+            rows.append(RunRow(run_id, summary))
+    return rows
+
+
+def _summary(store: RunStore, run_id: str) -> Summary:
     manifest = store.manifest(run_id)
     scored = store.load(run_id, "report", ReportHead) if store.exists(run_id, "report") else None
     return Summary.of(manifest, scored.overall if scored else None)
@@ -67,10 +83,11 @@ def _created(row: RunRow) -> tuple[float, str]:
         return 0.0, row.run_id
 
 
-def resolve_ref(store: DirStore, ref: str) -> str:
+def resolve_ref(store: RunStore, ref: str) -> str:
     """A run id from an id or `TASK@latest` / `TASK@previous` (complete runs only)."""
     if "@" not in ref:
-        store.run_dir(ref)
+        if isinstance(store, DirStore):
+            store.run_dir(ref)
         return ref
     task, _, which = ref.partition("@")
     if which not in ("latest", "previous"):
@@ -78,5 +95,6 @@ def resolve_ref(store: DirStore, ref: str) -> str:
     complete = [r.run_id for r in list_runs(store, task) if r.summary and r.summary.status == "complete"]
     index = 0 if which == "latest" else 1
     if len(complete) <= index:
-        raise RunError(f"{ref!r}: {task} has {len(complete)} complete run(s) in {store.root}")
+        where = store.root if isinstance(store, DirStore) else getattr(store, "where", "the store")
+        raise RunError(f"{ref!r}: {task} has {len(complete)} complete run(s) in {where}")
     return complete[index]
