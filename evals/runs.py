@@ -8,6 +8,11 @@
 - `prune --incomplete | --older-than DAYS | --keep-last N`: removes run directories
   (a dry run unless `--yes`), never a run another process is writing.
 - `gc`: removes cache entries that no remaining run references (dry run unless `--yes`).
+- `push` / `pull` (with `--store URL` or ATTEST_STORE): copy answers and run records from the
+  local cache to a team's store, or back; idempotent and resumable (evals/store/sync.py).
+
+With `--store URL` (or ATTEST_STORE), `list`, `show` read the team's store; `list` then
+also shows who made each run (user@host, git commit). `prune` and `gc` act on the local cache.
 
 RUN is a run id, or `TASK@latest` / `TASK@previous`.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -24,9 +30,13 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.store.cache import ResponseCache, resolve_cache_dir
-from evals.store.records import DirStore, RunError
+from evals.engine.execute import Prompts
+from evals.store.cache import ResponseCache
+from evals.store.open import open_store
+from evals.store.records import Decision, DirStore, Manifest, Report, RunError, RunStore
 from evals.store.refs import RunRow, list_runs, resolve_ref
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.sync import copy_answers, copy_runs
 
 __all__ = ["main"]
 
@@ -39,14 +49,21 @@ def _age(created: float) -> str:
     return f"{seconds:.0f}s"
 
 
-def _list(store: DirStore, args: argparse.Namespace) -> int:
+def _list(store: RunStore, args: argparse.Namespace) -> int:
     rows = list_runs(store, args.task)
+    authors = store.authors() if hasattr(store, "authors") else None  # a team's store says who made each run
     if args.json:
-        print(json.dumps([r.to_json() for r in rows], indent=1))
+        by = {k: a.model_dump() for k, a in (authors or {}).items()}
+        print(
+            json.dumps(
+                [{**r.to_json(), **({"by": by.get(r.run_id)} if authors is not None else {})} for r in rows], indent=1
+            )
+        )
         return 0
+    by_header = f" {'by':<24} {'commit':<8}" if authors is not None else ""
     print(
         f"{'run':<38} {'task':<12} {'status':<10} {'backend':<8} {'model':<20} {'split':<5} "
-        f"{'n':>4} {'prompt':<12} {'score':>6} {'age':>5}"
+        f"{'n':>4} {'prompt':<12} {'score':>6} {'age':>5}{by_header}"
     )
     for row in rows:
         d = row.to_json()
@@ -58,19 +75,58 @@ def _list(store: DirStore, args: argparse.Namespace) -> int:
         print(
             f"{row.run_id:<38} {t['task']:<12} {t['status']:<10} {t['backend']:<8} {t['model'][:20]:<20} "
             f"{t['split']:<5} {d['n']:>4} {t['prompt'][:12]:<12} {score:>6} {_age(d['created']):>5}"
+            + (_author(authors.get(row.run_id)) if authors is not None else "")
         )
     return 0
 
 
-def _show(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
+def _author(author: Any) -> str:
+    if author is None:
+        return f" {'?':<24} {'?':<8}"
+    return f" {printable(f'{author.user}@{author.host}')[:24]:<24} {printable(author.git_commit or '-')[:8]:<8}"
+
+
+RECORDS: dict[str, type[Any]] = {
+    "manifest": Manifest,
+    "prompts": Prompts,
+    "report": Report,
+    "decision": Decision,
+    "rescore": Report,
+}
+
+
+def _sync(command: str, url: str | None, cache_dir: Any) -> int:
+    """`push`: the local cache into the store; `pull`: the store into the local cache."""
+    if url is None:
+        raise AttestError(f"`runs {command}` needs a store: give --store URL or set ATTEST_STORE")
+    local, shared = open_store(None, cache_dir), open_store(url, cache_dir)
+    try:
+        source, target = (local, shared) if command == "push" else (shared, local)
+        answers = copy_answers(source.answers, target.answers)
+        runs = copy_runs(source.runs, target.runs, RECORDS)
+    finally:
+        shared.close()
+        local.close()
+    verb = "pushed to" if command == "push" else "pulled from"
+    print(
+        f"{verb} {shared.where}: {answers.copied} answers ({answers.skipped} already there), "
+        f"{runs.copied} run records ({runs.skipped} already there)"
+    )
+    skipped = answers.unreadable + runs.unreadable
+    if skipped:
+        print(f"warning: {skipped} unreadable answers or runs were left behind (see `runs list`)", file=sys.stderr)
+    return 0
+
+
+def _show(url: str | None, cache_dir: Any, args: argparse.Namespace) -> int:
     from evals.render.show import show_run
 
-    run_id = resolve_ref(store, args.run)
-    cache = ResponseCache(cache_dir)
+    opened = open_store(url, cache_dir)
     try:
-        print(show_run(store, cache, run_id, case=args.case, as_json=args.json))
+        run_id = resolve_ref(opened.runs, args.run)
+        print(show_run(opened.runs, opened.answers, run_id, case=args.case, as_json=args.json))
     finally:
-        cache.close()
+        opened.close()
     return 0
 
 
@@ -150,6 +206,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first")
     ls.add_argument("--task", help="only this task's runs")
@@ -165,6 +222,8 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
+    sub.add_parser("push", help="copy the local cache's answers and runs into the store (--store or ATTEST_STORE)")
+    sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
     return parser
 
 
@@ -182,11 +241,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
+    url = resolve_store_url(args.store)
+    if args.command in ("push", "pull"):
+        return _sync(args.command, url, cache_dir)
+    if args.command == "show":
+        return _show(url, cache_dir, args)
+    if args.command == "list" and url is not None:
+        opened = open_store(url, cache_dir)
+        try:
+            return _list(opened.runs, args)
+        finally:
+            opened.close()
     store = DirStore(cache_dir / "runs")
     if args.command == "list":
         return _list(store, args)
-    if args.command == "show":
-        return _show(store, cache_dir, args)
+    if url is not None:
+        raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
     if args.command == "prune":
         return _prune(store, args)
     return _gc(store, cache_dir, args)
