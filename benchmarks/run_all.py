@@ -19,6 +19,7 @@ from types import ModuleType
 from benchmarks import (
     bench_compare,
     bench_runs_compare,
+    bench_store,
     fig1_rescore,
     fig2_cache_hit,
     fig3_concurrency,
@@ -37,6 +38,7 @@ FIGURES: tuple[ModuleType, ...] = (
     fig6_inspect,
     bench_compare,
     bench_runs_compare,
+    bench_store,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
