@@ -159,7 +159,7 @@ def _span(reports: list[dict[str, Any]]) -> float:
     """Seconds from the first worker starting to generate to the last one finishing (each report is scored
     right after its generate stage: `scored_at` ends it, `generate.seconds` before that starts it)."""
     starts = [r["scored_at"] - r["generate"]["seconds"] for r in reports]
-    return max(r["scored_at"] for r in reports) - min(starts)
+    return float(max(r["scored_at"] for r in reports) - min(starts))
 
 
 def _lookups(socket_dir: str, root: Path) -> dict[str, list[float]]:
