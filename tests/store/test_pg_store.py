@@ -153,3 +153,21 @@ def test_each_connection_fault_is_one_line_naming_host_and_database(
     assert said in out.stderr and out.stderr.count("\n") == 1, out.stderr
     assert ("no_such_db" if fault == "database" else pg_db) in out.stderr and "host " in out.stderr
     assert "wrong-pw" not in out.stderr and "right-pw" not in out.stderr
+
+
+def test_runs_compare_rescore_and_show_read_the_store(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evals import compare, rescore, runs
+    from evals.cli.runner import main as run_main
+    from evals.reaction_eval import TASK
+
+    for clone in ("a", "b"):  # two teammates, each from an empty clone
+        assert run_main(TASK, ["--offline", "--store", pg_url, "--cache-dir", str(tmp_path / clone)]) == 0
+    assert not (tmp_path / "a" / "runs").exists() and not (tmp_path / "b" / "runs").exists()
+    capsys.readouterr()
+    assert runs.main(["--store", pg_url, "show", "reaction@latest"]) == 0
+    assert compare.main(["--store", pg_url, "reaction@previous", "reaction@latest"]) in (0, 3, 4)
+    assert rescore.main(["--store", pg_url]) == 0  # no backend at all: a model call is impossible
+    out = capsys.readouterr().out
+    assert "reaction" in out and "see a case" in out
