@@ -115,6 +115,11 @@ def failure(exc: BaseException, doing: str, url: str) -> StoreError:
     """One line for a failure while `doing` in the store at `url`: what failed, where, what to do."""
     where, text = describe(url), _reason(exc, url)
     state = getattr(exc, "sqlstate", None)
+    if doing == "connect" and isinstance(exc, psycopg.ProgrammingError):  # the driver may echo the bad string
+        return StoreError(
+            "--store/ATTEST_STORE is not a PostgreSQL URL or connection string: "
+            "give postgresql://user:password@host:port/database (or host=... dbname=...)"
+        )
     if state == "42501" or isinstance(
         exc, psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction
     ):

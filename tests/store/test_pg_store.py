@@ -171,3 +171,21 @@ def test_runs_compare_rescore_and_show_read_the_store(
     assert rescore.main(["--store", pg_url]) == 0  # no backend at all: a model call is impossible
     out = capsys.readouterr().out
     assert "reaction" in out and "see a case" in out
+
+
+def test_the_password_is_never_printed_nor_recorded(
+    pg: Pg, pg_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evals.cli.runner import main as run_main
+    from evals.reaction_eval import TASK
+
+    open_store(pg.url(pg_db), tmp_path).close()
+    url = pg.url(pg_db, _role(pg, pg_db, "writer", "pw-never-shown", write=True), "pw-never-shown")
+    assert run_main(TASK, ["--offline", "--store", url, "--cache-dir", str(tmp_path)]) == 0
+    printed = capsys.readouterr()
+    assert "pw-never-shown" not in printed.out + printed.err and f'database "{pg_db}"' not in printed.err
+    with pg.admin(pg_db) as conn:
+        bodies = [r[0] for r in conn.execute("SELECT body::text FROM attest.records")]
+        report = conn.execute("SELECT body FROM attest.records WHERE name = 'report'").fetchone()
+    assert bodies and not any("pw-never-shown" in b for b in bodies)
+    assert report is not None and report[0]["generate"]["store"].startswith(f'database "{pg_db}" on host ')
