@@ -1,8 +1,8 @@
 """Comparison speed: `compare` of two synthetic 10,000-sample runs, in seconds (target < 1 s).
 
 Three shapes, each two runs of one task with every case in both:
-- 10,000 cases of 0/1 scores (reaction-like: exact McNemar),
-- 10,000 cases of graded scores (tagging-like F1 in fifths: the sign-flip test),
+- 10,000 cases of 0/1 scores (reaction-like),
+- 10,000 cases of graded scores (tagging-like F1 in fifths),
 - 2,500 cases x 4 repeats of graded scores (repeats averaged within a case).
 Five families, a changed answer text per case, and a few provenance keys. The
 reference is the bare arithmetic on the same runs (per-case means and the mean

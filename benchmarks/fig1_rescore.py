@@ -20,9 +20,10 @@ from typing import Any
 
 from attest.backends.stub import StubBackend
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
+from evals import tasks
 from evals.engine.execute import RunSpec, execute
 from evals.engine.pipeline import CachedChat, load_cases
-from evals.rescore import TASKS, rescore_run
+from evals.rescore import rescore_run
 from evals.store.cache import Identity, ResponseCache
 from evals.store.records import DirStore, Manifest
 
@@ -35,9 +36,10 @@ def _build(directory: Path, cache: ResponseCache) -> tuple[list[Manifest], list[
     backend = StubBackend()
     chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
     store = DirStore(directory / "runs")
-    share = -(-TOTAL // len(TASKS))
+    share = -(-TOTAL // len(tasks.names()))
     manifests, answers = [], []
-    for name, task in TASKS.items():
+    for task in tasks.all_tasks():
+        name = task.name
         cases = load_cases(task)
         repeat = -(-share // len(cases))
         outcome = execute(RunSpec(task, cases, cases, task.corpus, "all", repeat), chat, store)
@@ -61,7 +63,7 @@ def _rescore_all(manifests: list[Manifest], cache: ResponseCache) -> int:
 
 def _score_only(answers: list[tuple[str, Any, str]]) -> int:
     for name, case, text in answers:
-        TASKS[name].score_one(case, text)
+        tasks.get(name).score_one(case, text)
     return len(answers)
 
 

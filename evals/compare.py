@@ -1,16 +1,26 @@
 """`python -m evals.compare BASE CAND`: did the change help? Two recorded runs, paired and decided.
 
-BASE and CAND are run ids or `TASK@latest` / `TASK@previous`. The runs' reports give
+BASE and CAND are run ids or `TASK@latest` / `TASK@previous`, narrowed with
+`,KEY=VALUE` pairs (`reaction@latest,backend=local,label=candidate`; keys backend,
+model, label, split) or `--base-filter` / `--cand-filter`; a reference that passed
+over newer runs that are not complete says so on stderr. The runs' reports give
 each case's scores (repeats are averaged within a case by `evals.analysis.comparison`), the
 corpus each run recorded gives each case's family, the manifests give what changed
 between the runs, and the cache gives the answers shown side by side. Nothing here
 calls a model.
 
-Refused in one line (exit 1): runs of different tasks; runs of different splits
+The output opens with what differs between the runs (prompt, with a line diff of the
+system prompts, backend, model, digest, options, label, scorer, commit), in full. When
+more than one of prompt, model (backend, model, digest) and options differ, the pair
+is confounded: the verdict is inconclusive (exit 3) whatever the interval, unless
+`--accept-mixed`. A prompt change measured on the stub backend is inconclusive too:
+the stub does not read the prompt.
+
+Refused in one line (exit 1): a run compared with itself; runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
-`--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares the three tasks at
+`--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
 once under Holm's correction, one verdict per task.
 
 Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
@@ -21,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -28,6 +39,7 @@ from typing import Any
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
+from evals import tasks
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
@@ -36,13 +48,12 @@ from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
 from evals.store.open import open_store
-from evals.store.records import DirStore, Manifest, RunStore
-from evals.store.refs import resolve_ref
+from evals.store.records import DirStore, Manifest, RunError, RunStore
+from evals.store.refs import parse_filter, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
-__all__ = ["TASKS", "main", "with_answers"]
+__all__ = ["main", "with_answers"]
 
-TASKS = ("tagging", "reaction", "explanation")
 NOT_CACHED = "(not in the cache)"
 
 
@@ -81,8 +92,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="compare",
         description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
-        "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous; "
-        "with --all they are @latest or @previous and the three tasks are decided together (Holm).",
+        "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous, "
+        "narrowed by KEY=VALUE pairs after a comma (TASK@latest,backend=local,model=NAME,label=LABEL; "
+        "keys backend, model, label, split); with --all they are @latest or @previous and every task is "
+        "decided together (Holm). Opens with what differs between the runs; when more than one of prompt, "
+        "model and options differ the verdict is inconclusive (exit 3) unless --accept-mixed.",
     )
     parser.add_argument("base", metavar="BASE", help="the baseline run")
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
@@ -92,6 +106,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
+    parser.add_argument(
+        "--accept-mixed", action="store_true", help="decide even when more than one of prompt, model, options differ"
+    )
+    parser.add_argument(
+        "--base-filter", default="", metavar="K=V,...", help="narrow BASE: backend=,model=,label=,split="
+    )
+    parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
@@ -102,11 +123,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     refs = (args.base, args.cand)
-    if args.all and not all(r in ("@latest", "@previous") for r in refs):
+    if args.all and not all(r.partition(",")[0] in ("@latest", "@previous") for r in refs):
         parser.error("with --all, BASE and CAND are @latest or @previous (the task comes from each of the three)")
     if not args.all and any(r.startswith("@") for r in refs):
         parser.error("name the task, as in reaction@latest, or compare every task with --all")
+    for text, where in ((args.base_filter, "--base-filter"), (args.cand_filter, "--cand-filter"), *_suffixes(refs)):
+        try:
+            parse_filter(text, where)
+        except RunError as exc:
+            parser.error(str(exc))
     return run_main("compare", lambda: _compare(args))
+
+
+def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
+    """Each reference's `,KEY=VALUE` narrowing, to check as a usage error before anything is read."""
+    return [(ref.partition(",")[2], f"{ref!r}:") for ref in refs]
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -122,20 +153,30 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Namespace) -> int:
-    tasks = TASKS if args.all else ("",)
-    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}") for task in tasks]
+    names = tasks.names() if args.all else ("",)
+    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
+    mixed = args.accept_mixed
     if args.all:
-        found = list(compare_all(scores, margin=args.margin, show=args.show))
+        found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed))
     else:
-        found = [compare(*scores[0], margin=args.margin, show=args.show)]
+        found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
     found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
     _print(found, args)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
-def _load_pair(store: RunStore, base: str, cand: str) -> tuple[Run, Run]:
-    return load_run(store, resolve_ref(store, base)), load_run(store, resolve_ref(store, cand))
+def _load_pair(store: RunStore, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
+    runs = []
+    for ref, narrowing, option in (
+        (base, args.base_filter, "--base-filter"),
+        (cand, args.cand_filter, "--cand-filter"),
+    ):
+        found = resolve(store, ref, parse_filter(narrowing, option))
+        if found.skipped:
+            print(printable(f"compare: {found.note(ref)}"), file=sys.stderr)
+        runs.append(load_run(store, found.run_id))
+    return runs[0], runs[1]
 
 
 def _print(found: list[Comparison], args: argparse.Namespace) -> None:

@@ -3,38 +3,58 @@ sentence to "you" that names a shared topic, with no preamble.
 
 Each branch has one required check, worth GATE, and refinements that share the rest:
 
-- a match case requires a non-refusal that names one of `must_mention_any` (whole
-  words, up to spelling variants, plural and hyphenation: evals/corpus/words.py); without
-  it the answer scores 0 however well it is phrased. Under fifteen words, "you" and
-  no preamble then each earn a third of the remaining credit;
+- a match case requires a non-refusal that names one of `must_mention_any` (the shared
+  topic in the reader's words; whole words, up to spelling variants, plural and
+  hyphenation: evals/corpus/words.py) in its own words, not inside a run of COPY_RUN or
+  more content words copied from the item (so "You: <title>" earns nothing); without it
+  the answer scores 0 however well it is phrased. Under fifteen words, "you" and no
+  preamble then each earn a third of the remaining credit;
 - a refuse case requires a refusal; the exact mandated wording earns the rest.
 
 A refusal is the mandated sentence or a near miss of it (another case, no full stop,
 extra words around "outside your stated interests"): it counts as refusing, so it is
 wrong on a match case and loses only the exact-wording credit on a refuse case.
+`gate` is tagging_eval's.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from attest.backends.types import Message
 from attest.explain import REFUSAL, Explanation, explanation_messages
 from evals.corpus.cases import ExplanationCase
-from evals.corpus.words import mentions, words
+from evals.corpus.rules import explanation_rules
+from evals.corpus.targets import explanation_targets
+from evals.corpus.words import content_words, mentions, own_words, words
 from evals.engine import execute, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import parse_or_error
+from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.tagging_eval import gate
 
-__all__ = ["TASK", "dspy_fields", "evaluate", "is_refusal", "load_cases", "score_one", "to_dspy_example"]
+__all__ = [
+    "TASK",
+    "dspy_fields",
+    "evaluate",
+    "gate",
+    "is_refusal",
+    "load_cases",
+    "score_one",
+    "strategies",
+    "to_dspy_example",
+]
 
 CORPUS = Path(__file__).with_name("explanation_cases.json")
 GATE = 0.5  # credit for the required check; the refinements share the other half
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
+COPY_RUN = 3  # this many consecutive content words of the item, copied, name the item and not the reader
 _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'ll|'d)?\b", re.IGNORECASE)
 # over canonical words (evals/corpus/words.py): "outside" is "outsid", "interests" is "interest"
 _REFUSING = re.compile(r"\boutsid (?:of )?(?:your |the reader s )?(?:stated )?interest\b")
@@ -78,8 +98,26 @@ def _score_refuse_case(text: str, refused: bool) -> dict[str, Any]:
 def _score_match_case(case: ExplanationCase, text: str) -> dict[str, Any]:
     if not any(mentions(text, term) for term in case.must_mention_any):
         return {"score": 0.0, "errors": [f"names none of the shared topics {case.must_mention_any}"]}
+    if not _names_topic_itself(case, text):
+        error = (
+            f"names the shared topic {case.must_mention_any} only inside words copied from the item; "
+            "say which of the reader's interests it matches in your own words, not by restating the title"
+        )
+        return {"score": 0.0, "errors": [error]}
     errors = _refinement_errors(text)
     return {"score": 1.0 - (1.0 - GATE) * len(errors) / 3, "errors": errors}
+
+
+def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
+    """Whether a shared-topic term occurs outside the runs the answer copies from the item.
+
+    A copy is COPY_RUN or more consecutive content words that follow one another in the title
+    or the summary (and not in the interests, which are the reader's own words): echoing the
+    title names the item, not why it matches the reader.
+    """
+    own = own_words(text, (case.title, case.summary), case.interests, COPY_RUN)
+    named = (term for term in case.must_mention_any if mentions(text, term))  # lazily: the first usually does
+    return any(any(mentions(stretch, term) for stretch in own) for term in named)
 
 
 def _refinement_errors(text: str) -> list[str]:
@@ -106,7 +144,89 @@ def summarise(cases: Sequence[ExplanationCase], results: Sequence[dict[str, Any]
     }
 
 
-TASK = pipeline.Task("explanation", ExplanationCase, Explanation, CORPUS, render, score_one, summarise)
+GENERIC_EXPLANATION = "You may find this relevant to your work."
+# the reader's interests echoed back name the reader's topic words without saying anything of the item: a scorer
+# that credits naming the topic pays them, so they are part of the honest floor
+ECHOED_WORDS = 13
+
+
+def strategies(cases: Sequence[ExplanationCase]) -> list[Strategy[ExplanationCase]]:
+    """The title echoed as `You: {title}` and the reader's own interests echoed back, each with and without a
+    word-overlap refuse rule; the exact refusal; a generic sentence; one naming the most frequent shared topic."""
+    found: list[Strategy[ExplanationCase]] = [
+        Strategy('the title echoed as "You: {title}"', _echo),
+        Strategy(
+            'the title echoed as "You: {title}", refusing when interests and item share no content word',
+            _echo_or_refuse,
+        ),
+        Strategy(f"the first {ECHOED_WORDS} words of the interests echoed", _echo_interests),
+        Strategy(
+            f"the first {ECHOED_WORDS} words of the interests echoed, refusing when interests and item share no "
+            "content word",
+            _echo_interests_or_refuse,
+        ),
+        Strategy.constant(json.dumps({"text": REFUSAL}), f"always the exact refusal {REFUSAL!r}"),
+        Strategy.constant(json.dumps({"text": GENERIC_EXPLANATION}), f"always {GENERIC_EXPLANATION!r}"),
+    ]
+    topics = Counter(t.lower() for c in cases if not c.refuse for t in c.must_mention_any).most_common(1)
+    if topics:
+        sentence = f"This matches your interest in {topics[0][0]}."
+        found.append(Strategy.constant(json.dumps({"text": sentence}), f"always {sentence!r}"))
+    return found
+
+
+def _echo(case: ExplanationCase) -> str:
+    return json.dumps({"text": f"You: {case.title}"})
+
+
+def _echo_interests(case: ExplanationCase) -> str:
+    return json.dumps({"text": "You: " + " ".join(case.interests.split()[:ECHOED_WORDS])})
+
+
+def _echo_or_refuse(case: ExplanationCase) -> str:
+    return _echo(case) if _shares_a_word(case) else json.dumps({"text": REFUSAL})
+
+
+def _echo_interests_or_refuse(case: ExplanationCase) -> str:
+    return _echo_interests(case) if _shares_a_word(case) else json.dumps({"text": REFUSAL})
+
+
+def _shares_a_word(case: ExplanationCase) -> bool:
+    return bool(content_words(case.interests) & content_words(f"{case.title} {case.summary}"))
+
+
+def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return ("interests", "title", "summary"), ("refuse", "must_mention_any")
+
+
+def to_dspy_example(case: ExplanationCase) -> dict[str, Any]:
+    inputs = {"interests": case.interests, "title": case.title, "summary": case.summary}
+    return {**inputs, "refuse": case.refuse, "must_mention_any": list(case.must_mention_any), "case": case}
+
+
+def _refusal_counts(cases: Sequence[ExplanationCase]) -> list[str]:
+    values = [case.refuse for case in cases]
+    return [str(values.count(True)), str(values.count(False))]
+
+
+def _rules(path: Path, cases: Sequence[ExplanationCase], context: CheckContext) -> Iterable[str]:
+    return explanation_rules(path, cases)
+
+
+TASK = pipeline.Task(
+    "explanation",
+    ExplanationCase,
+    Explanation,
+    CORPUS,
+    render,
+    score_one,
+    summarise,
+    strategies=strategies,
+    interval="bootstrap",  # graded: refinements earn thirds of the remaining credit
+    dspy_fields=dspy_fields(),
+    to_dspy_example=to_dspy_example,
+    checks=CorpusChecks(("refuse=true", "refuse=false"), _refusal_counts, _rules, explanation_targets),
+)
 
 
 def load_cases(path: Path | None = None, split: str | None = None) -> list[ExplanationCase]:
@@ -122,11 +242,3 @@ def evaluate(
 ) -> EvalResult:
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
-
-def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return ("interests", "title", "summary"), ("refuse", "must_mention_any")
-
-
-def to_dspy_example(case: ExplanationCase) -> dict[str, Any]:
-    inputs = {"interests": case.interests, "title": case.title, "summary": case.summary}
-    return {**inputs, "refuse": case.refuse, "must_mention_any": list(case.must_mention_any), "case": case}

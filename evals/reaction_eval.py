@@ -1,29 +1,37 @@
 """The reaction eval: verdict against the label, a reason that names the item, and
 the numbers a persona simulation is judged by (precision, recall, ROC-AUC, the
-confidence histogram). `score_verdicts` is defined here, once."""
+confidence histogram). `score_verdicts` is defined here, once; `gate` is tagging_eval's."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from attest.backends.types import Message
 from attest.simulate import Reaction, reaction_messages
 from evals.corpus.cases import ReactionCase
+from evals.corpus.fixture import fixture_problems
+from evals.corpus.rules import reaction_rules
+from evals.corpus.targets import reaction_targets
 from evals.engine import execute, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import names_item, parse_or_error
+from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.tagging_eval import gate
 
 __all__ = [
     "TASK",
     "dspy_fields",
     "evaluate",
+    "gate",
     "load_cases",
     "roc_auc",
     "score_one",
     "score_verdicts",
+    "strategies",
     "to_dspy_example",
 ]
 
@@ -115,7 +123,66 @@ def summarise(cases: Sequence[ReactionCase], results: Sequence[dict[str, Any]]) 
     }
 
 
-TASK = pipeline.Task("reaction", ReactionCase, Reaction, CORPUS, render, score_one, summarise)
+CONSTANT_REASONING = "Judged from the reader's stated interests alone."
+
+
+def strategies(cases: Sequence[ReactionCase]) -> list[Strategy[ReactionCase]]:
+    """A constant verdict, yes or no, with the item's title pasted as the reasoning (which names the item),
+    or with one fixed reasoning."""
+    found: list[Strategy[ReactionCase]] = []
+    for verdict in (False, True):
+        word = "true (read)" if verdict else "false (skip)"
+        found.append(Strategy(f"always verdict {word}, the item's title as the reasoning", _titled(verdict)))
+        text = json.dumps({"verdict": verdict, "confidence": 3, "reasoning": CONSTANT_REASONING})
+        found.append(Strategy.constant(text, f"always verdict {word} with one fixed reasoning"))
+    return found
+
+
+def _titled(verdict: bool) -> Callable[[ReactionCase], str]:
+    return lambda case: json.dumps({"verdict": verdict, "confidence": 3, "reasoning": case.title})
+
+
+def verdict_metrics(cases: Sequence[ReactionCase], results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The report's precision and recall rows, with Wilson intervals, over every sample."""
+    from evals.analysis.uncertainty import verdicts  # statistics (scipy) only when the report is computed
+
+    return {"verdicts": verdicts({c.id: c.verdict for c in cases}, results)}
+
+
+def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return ("persona", "interests", "title", "summary"), ("verdict",)
+
+
+def to_dspy_example(case: ReactionCase) -> dict[str, Any]:
+    inputs = {"persona": case.persona, "interests": case.interests, "title": case.title, "summary": case.summary}
+    return {**inputs, "verdict": case.verdict, "case": case}
+
+
+def _verdict_counts(cases: Sequence[ReactionCase]) -> list[str]:
+    values = [case.verdict for case in cases]
+    return [str(values.count(True)), str(values.count(False))]
+
+
+def _rules(path: Path, cases: Sequence[ReactionCase], context: CheckContext) -> Iterable[str]:
+    yield from reaction_rules(path, cases)
+    yield from fixture_problems(path, cases, context.fixture)
+
+
+TASK = pipeline.Task(
+    "reaction",
+    ReactionCase,
+    Reaction,
+    CORPUS,
+    render,
+    score_one,
+    summarise,
+    strategies=strategies,
+    interval="bootstrap",  # graded: a right verdict without the item named earns UNREASONED
+    verdict_metrics=verdict_metrics,
+    dspy_fields=dspy_fields(),
+    to_dspy_example=to_dspy_example,
+    checks=CorpusChecks(("verdict=true", "verdict=false"), _verdict_counts, _rules, reaction_targets),
+)
 
 
 def load_cases(path: Path | None = None, split: str | None = None) -> list[ReactionCase]:
@@ -131,11 +198,3 @@ def evaluate(
 ) -> EvalResult:
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
-
-def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return ("persona", "interests", "title", "summary"), ("verdict",)
-
-
-def to_dspy_example(case: ReactionCase) -> dict[str, Any]:
-    inputs = {"persona": case.persona, "interests": case.interests, "title": case.title, "summary": case.summary}
-    return {**inputs, "verdict": case.verdict, "case": case}

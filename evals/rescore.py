@@ -25,7 +25,7 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
-from evals import explanation_eval, reaction_eval, tagging_eval
+from evals import tasks
 from evals.corpus.cases import AnyCase
 from evals.engine import provenance
 from evals.engine.execute import report_of
@@ -42,10 +42,7 @@ from evals.store.open import open_store
 from evals.store.records import Decision, Manifest, RunError, RunStore
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
-__all__ = ["TASKS", "Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
-
-TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
-
+__all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
 @dataclass(frozen=True)
 class Rescored:
@@ -59,7 +56,7 @@ def find_runs(store: RunStore, *, run_id: str | None = None, every: bool = False
     """The runs to re-score: one named run, all complete runs, or the latest complete run per task."""
     if run_id is not None:
         return [store.manifest(run_id)]
-    complete = [m for m in _manifests(store) if m.status == "complete" and m.task in TASKS]
+    complete = [m for m in _manifests(store) if m.status == "complete" and m.task in tasks.names()]
     if every:
         return complete
     complete.sort(key=lambda m: (m.created, m.run_id))  # ids share a second's resolution: order by creation
@@ -79,9 +76,9 @@ def _manifests(store: RunStore) -> list[Manifest]:
 
 def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
     """Score a run's cached samples with today's scorer against today's labels."""
-    task = TASKS.get(manifest.task)
-    if task is None:
-        raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r}")
+    if manifest.task not in tasks.names():
+        raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
+    task = tasks.get(manifest.task)
     path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
     loaded = load_cases(task, path)
     cases: dict[str, AnyCase] = {c.id: c for c in loaded}

@@ -40,6 +40,8 @@ from evals.store.sync import copy_answers, copy_runs
 
 __all__ = ["main"]
 
+CACHE_DIR_HELP = "cache and run directory (env ATTEST_CACHE_DIR; default cache/)"
+
 
 def _age(created: float) -> str:
     seconds = max(0.0, time.time() - created)
@@ -205,7 +207,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--cache-dir", help=CACHE_DIR_HELP)
     parser.add_argument("--store", help=STORE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first")
@@ -222,8 +224,13 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
-    sub.add_parser("push", help="copy the local cache's answers and runs into the store (--store or ATTEST_STORE)")
-    sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
+    push = sub.add_parser(
+        "push", help="copy the local cache's answers and runs into the store (--store or ATTEST_STORE)"
+    )
+    pull = sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
+    for command in (ls, show, prune, gc, push, pull):  # the shared options before or after the subcommand
+        command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
+        command.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
     return parser
 
 

@@ -1,19 +1,32 @@
-"""The tagging eval: F1 of predicted against gold tags."""
+"""The tagging eval: F1 of predicted against gold tags.
+
+`gate()` is defined here, once: the paired verdict between two recorded runs, which
+reaction_eval and explanation_eval import (not copy) and the optimiser ships on.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.backends.types import Message
 from attest.features import ItemTags, tag_messages
 from evals.corpus.cases import TaggingCase
-from evals.engine import execute, pipeline
+from evals.corpus.rules import tagging_rules
+from evals.corpus.targets import tagging_targets
+from evals.engine import execute, pipeline, provenance
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import parse_or_error
+from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.store.records import Decision, RunStore
 
-__all__ = ["TASK", "dspy_fields", "evaluate", "load_cases", "score_one", "to_dspy_example"]
+if TYPE_CHECKING:
+    from evals.analysis.pairing import Run
+
+__all__ = ["TASK", "dspy_fields", "evaluate", "gate", "load_cases", "score_one", "strategies", "to_dspy_example"]
 
 CORPUS = Path(__file__).with_name("tagging_cases.json")
 
@@ -39,7 +52,50 @@ def score_one(case: TaggingCase, out: str) -> dict[str, Any]:
     return {"id": case.id, "score": f1, "errors": errors, "predicted": sorted(predicted)}
 
 
-TASK = pipeline.Task("tagging", TaggingCase, ItemTags, CORPUS, render, score_one)
+def strategies(cases: Sequence[TaggingCase]) -> list[Strategy[TaggingCase]]:
+    """The most frequent gold tags: each of the top three alone, and the top two and three together."""
+    ranked = [tag for tag, _ in Counter(tag for c in cases for tag in c.tags).most_common(3)]
+    sets = [[tag] for tag in ranked] + [ranked[:k] for k in (2, 3) if len(ranked) >= k]
+    return [Strategy.constant(json.dumps({"tags": s}), f"always tags {json.dumps(s)}") for s in sets]
+
+
+def tag_prompt() -> Mapping[str, str | None]:
+    """The ATTEST_TAG_PROMPT artifact the run's prompts were rendered with (path and sha256), if any."""
+    path, sha = provenance.tag_prompt_ref()
+    return {"tag_prompt_path": path, "tag_prompt_sha256": sha}
+
+
+def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return ("title", "summary"), ("tags",)
+
+
+def to_dspy_example(case: TaggingCase) -> dict[str, Any]:
+    """Inputs and gold outputs by field name, plus the case itself (for the metric)."""
+    return {"title": case.title, "summary": case.summary, "tags": list(case.tags), "case": case}
+
+
+def _tag_count(cases: Sequence[TaggingCase]) -> list[str]:
+    return [str(len({tag for case in cases for tag in case.tags}))]
+
+
+def _rules(path: Path, cases: Sequence[TaggingCase], context: CheckContext) -> Iterable[str]:
+    return tagging_rules(path, cases)
+
+
+TASK = pipeline.Task(
+    "tagging",
+    TaggingCase,
+    ItemTags,
+    CORPUS,
+    render,
+    score_one,
+    strategies=strategies,
+    interval="bootstrap",  # F1 is graded
+    provenance=tag_prompt,
+    dspy_fields=dspy_fields(),
+    to_dspy_example=to_dspy_example,
+    checks=CorpusChecks(("tags",), _tag_count, _rules, tagging_targets),
+)
 
 
 def load_cases(path: Path | None = None, split: str | None = None) -> list[TaggingCase]:
@@ -56,10 +112,10 @@ def evaluate(
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
 
-def dspy_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return ("title", "summary"), ("tags",)
 
+def gate(store: RunStore, base: Run, cand: Run, *, margin: float = 0.0) -> Decision:
+    """The paired verdict of `cand` against `base` (evals.analysis.pairing.decide), recorded beside the
+    candidate run as `decision` and returned: ship only when the whole interval clears `margin`."""
+    from evals.analysis.pairing import decide  # statistics (scipy) only when a decision is taken
 
-def to_dspy_example(case: TaggingCase) -> dict[str, Any]:
-    """Inputs and gold outputs by field name, plus the case itself (for the metric)."""
-    return {"title": case.title, "summary": case.summary, "tags": list(case.tags), "case": case}
+    return decide(store, base, cand, margin=margin)[1]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +48,21 @@ def attest_exe() -> Path:
     if not exe.is_file():
         pytest.fail(f"no `attest` console script at {exe}: install attest into this environment (pip install -e .)")
     return exe
+
+
+@pytest.fixture
+def swap_task() -> Iterator[Callable[[Any], None]]:
+    """Register a replacement for a task (same name) for one test; the original comes back after it."""
+    from evals import tasks  # not at import: the suite's app-only tests must not load the harness
+
+    saved = {name: tasks.get(name) for name in tasks.names()}
+
+    def swap(task: Any) -> None:
+        tasks.register(task)
+
+    yield swap
+    for name in tasks.names():
+        if name not in saved:
+            tasks.unregister(name)
+    for task in saved.values():
+        tasks.register(task)

@@ -19,7 +19,9 @@ from evals.analysis.comparison import (
     compare_all,
     exit_code,
 )
-from evals.analysis.stats import detectable_from, holm, holm_levels, paired, verdict
+from evals.analysis.paired import holm, holm_levels, paired, verdict
+from evals.analysis.power import detectable_from
+from evals.analysis.stats import mean_estimate, proportion
 from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import MARKDOWN_LIMIT, to_markdown
 from evals.render.comparison_text import to_text
@@ -158,11 +160,11 @@ def test_what_changed_names_the_provenance_keys_that_differ() -> None:
     prov_b = {"prompt_fingerprint": "abd", "model": "m", "digest": "d", "options": {"temperature": 0.8}, "scorer": "s2"}
     x = compare(run("a", {"c": [1.0]}, provenance=prov_a), run("b", {"c": [1.0]}, provenance=prov_b))
     assert [(c.key, c.base, c.cand) for c in x.what_changed] == [
+        ("prompt_fingerprint", "abc", "abd"),  # the prompt first, then the model, options, and the rest
         ("options", {"temperature": 0}, {"temperature": 0.8}),
-        ("prompt_fingerprint", "abc", "abd"),
         ("scorer", None, "s2"),
     ]
-    assert "prompt_fingerprint: abc -> abd" in to_text(x)
+    assert "prompt (every request): abc -> abd" in to_text(x)
 
 
 def test_exit_codes() -> None:
@@ -209,7 +211,7 @@ def test_compare_all_decides_what_a_bonferroni_interval_would_not() -> None:
 def test_text_names_every_part_of_the_comparison() -> None:
     x = compare(*binary_runs(better=8, worse=3, same_right=5, same_wrong=4))
     text = to_text(x)
-    for part in ("candidate cand vs baseline base, 20 cases paired", "exact McNemar", "8 improved, 3 regressed",
+    for part in ("candidate cand vs baseline base, 20 cases paired", "adjusted Wald t", "8 improved, 3 regressed",
                  "by family", "detectable  ", "discordance 0.55", "side by side (5 of 11"):  # fmt: skip
         assert part in text
 
@@ -238,6 +240,7 @@ def test_markdown_stays_under_the_comment_limit_and_says_what_it_left_out() -> N
     assert len(md) < MARKDOWN_LIMIT
     assert "more not shown: the comment would pass 60,000 characters" in md
     assert "more families." in md and "more keys differ." in md
+    assert md.index("**What differs:**") < md.index("| baseline |")  # it opens with what differs
     assert re.search(rf"\*\*Regressed \({len(x.regressed)}\):\*\* `case-.*, and \d+ more\n", md)
     three = to_markdown([x, x, x])
     assert len(three) < MARKDOWN_LIMIT
@@ -274,3 +277,12 @@ def test_a_comparison_is_frozen() -> None:
     x: Comparison = compare(*binary_runs(1, 1, 1, 1))
     with pytest.raises(AttributeError):
         x.verdict = "ship"  # type: ignore[misc]
+
+
+def test_both_runs_of_a_comparison_get_one_interval_method() -> None:
+    """A baseline that happens to score only 0 and 1 beside a graded candidate: both bootstrap, neither Wilson."""
+    base = {f"c{i}": [float(i % 2)] for i in range(20)}
+    cand = {f"c{i}": [0.5 if i == 0 else float(i % 2)] for i in range(20)}
+    x = compare(run("a", base), run("b", cand))
+    assert x.base != proportion(10, 20)  # the Wilson interval would be [0.30, 0.70]
+    assert x.base == mean_estimate(list(np.arange(20) % 2.0), binary=False)

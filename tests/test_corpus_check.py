@@ -22,9 +22,10 @@ from pydantic import BaseModel
 from attest.features import TAGS
 from evals import corpus_check
 from evals.corpus.cases import SPLITS, ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.fixture import FixtureItem, FixtureLabel, FixturePersona
 from evals.corpus.read import read_cases, split_sha256
 from evals.corpus.targets import Targets, explanation_targets, reaction_targets, tagging_targets
-from evals.corpus_check import FixtureItem, FixtureLabel, FixturePersona, main
+from evals.corpus_check import main
 
 REPO = Path(__file__).resolve().parents[1]
 Corpora = dict[str, Any]
@@ -107,6 +108,9 @@ _ML_INTERESTS = "I follow language model training, evaluation and inference effi
 _ITEM_1 = ("Room-temperature nickel catalysis for C-N coupling", "Aryl chlorides couple with amines at 25 C.")
 _ITEM_2 = ("Sparse mixture-of-experts scaling laws", "Loss follows a power law in active parameters.")
 _ITEM_3 = ("Conformal intervals for LLM judges", "Split conformal prediction bounds judge error on 2,000 items.")
+_ITEM_4 = ("A yield model tested in the flask", "Predicted conditions gave 80% isolated yield on 12 new couplings.")
+_ITEM_5 = ("Palladium spot prices, 2024", "Up 30% over the year.")
+_CHEMIST_PAIR = (_CHEMIST, _CHEMIST_INTERESTS)
 
 
 def _reaction(case_id: str, split: str, persona: tuple[str, str], item: tuple[str, str], verdict: bool) -> Any:
@@ -180,7 +184,7 @@ def base_corpora() -> Corpora:
         ],
         "tagging": _tagging(),
         "explanation": [
-            _explanation("match-01", "train", "Nickel catalysis for amination", False, ["catalysis", "nickel"]),
+            _explanation("match-01", "train", "Nickel catalysis for amination", False, ["catalysis", "catalytic"]),
             _explanation("refuse-01", "train", "Termite mound ventilation", True, []),
             _explanation("match-02", "dev", "Photoredox C-N couplings", False, ["C-N coupling"]),
             _explanation("refuse-02", "dev", "Medieval trade routes", True, []),
@@ -267,6 +271,13 @@ def _copy_field(key: str, source: str, target: str, field: str) -> Callable[[Cor
     return edit
 
 
+def _add_cases(key: str, *cases: dict[str, Any]) -> Callable[[Corpora], None]:
+    def change(corpora: Corpora) -> None:
+        corpora[key].extend(cases)
+
+    return change
+
+
 def _add_case(key: str, case: dict[str, Any]) -> Callable[[Corpora], None]:
     return lambda corpora: corpora[key].append(case)
 
@@ -334,12 +345,25 @@ BROKEN = [
     ),
     pytest.param(
         _set("explanation", "match-02", "must_mention_any", ["zeolite"]),
-        ["explanation_cases.json: case match-02: field 'must_mention_any.0': 'zeolite' appears in neither"],
+        ["explanation_cases.json: case match-02: field 'must_mention_any.0': 'zeolite' does not occur in"],
         id="unreachable-must-mention",
     ),
     pytest.param(
+        _set("explanation", "match-02", "must_mention_any", ["C-N coupling", "photoredox"]),
+        [
+            "explanation_cases.json: case match-02: field 'must_mention_any.1': 'photoredox' does not occur in the "
+            "interests; list the shared topic in the reader's own words"
+        ],
+        id="must-mention-only-in-the-item",
+    ),
+    pytest.param(
+        _set("explanation", "match-02", "must_mention_any", ["conditions", "reaction condition", "nickel"]),
+        ["explanation_cases.json: case match-02: field 'must_mention_any.2': 'nickel' does not occur in the interests"],
+        id="must-mention-in-the-item-title",
+    ),
+    pytest.param(
         _set("explanation", "match-02", "must_mention_any", ["redox"]),
-        ["explanation_cases.json: case match-02: field 'must_mention_any.0': 'redox' appears in neither"],
+        ["explanation_cases.json: case match-02: field 'must_mention_any.0': 'redox' does not occur in the interests"],
         id="must-mention-only-a-substring",
     ),
     pytest.param(
@@ -418,6 +442,47 @@ BROKEN = [
         _set("reaction", "adjacent-01", "verdict", True),
         ["reaction_cases.json: case adjacent-01: field 'verdict': is true, but adjacent cases are"],
         id="adjacent-positive",
+    ),
+    pytest.param(
+        _set("reaction", "bait-01", "verdict", True),
+        ["reaction_cases.json: case bait-01: field 'verdict': is true, but bait cases are"],
+        id="bait-positive",
+    ),
+    pytest.param(
+        _set("reaction", "terse-01", "verdict", False),
+        [
+            "reaction_cases.json: case terse-01: field 'verdict': is false, but terse cases are a one-line summary "
+            "that is nonetheless clearly on the reader's topic, labelled true; relabel it or change its family "
+            "(a one-line item labelled false belongs in 'terse-off')"
+        ],
+        id="terse-negative",
+    ),
+    pytest.param(
+        _add_case(
+            "reaction", {**_reaction("terse-off-01", "dev", _CHEMIST_PAIR, _ITEM_3, True), "family": "terse-off"}
+        ),
+        ["reaction_cases.json: case terse-off-01: field 'verdict': is true, but terse-off cases are"],
+        id="terse-off-positive",
+    ),
+    pytest.param(
+        _add_case("reaction", _reaction("terse-off-02", "dev", _CHEMIST_PAIR, _ITEM_3, True)),
+        [
+            "reaction_cases.json: case terse-off-02: field 'id': starts with 'terse-off-', another family's prefix, "
+            "but its family is 'terse'"
+        ],
+        id="terse-id-in-terse-off",
+    ),
+    pytest.param(
+        _add_cases(
+            "reaction",
+            _reaction("crossover-01", "dev", _CHEMIST_PAIR, _ITEM_3, True),
+            _reaction("crossover-02", "dev", _CHEMIST_PAIR, _ITEM_4, True),
+        ),
+        [
+            "reaction_cases.json: case crossover-02: field 'verdict': every crossover case for this reader is true "
+            "(2 case(s)); crossover items are labelled per persona, so add one this reader would skip"
+        ],
+        id="crossover-one-label-for-a-reader",
     ),
     pytest.param(
         _label_twice,
@@ -537,11 +602,36 @@ def test_base_corpora_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         assert f"{name}  {tmp_path}/{name}_cases.json" in out
 
 
+def test_the_design_notes_reaction_families_pass_with_their_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """terse true, terse-off false, and crossover items labelled per persona (a yes and a no for each reader)."""
+    _add_cases(
+        "reaction",
+        {**_reaction("terse-off-01", "dev", _CHEMIST_PAIR, _ITEM_5, False), "family": "terse-off"},
+        _reaction("crossover-01", "dev", _CHEMIST_PAIR, _ITEM_4, True),
+        _reaction("crossover-02", "dev", (_ML, _ML_INTERESTS), _ITEM_4, False),
+        _reaction("crossover-03", "dev", _CHEMIST_PAIR, _ITEM_3, False),
+        _reaction("crossover-04", "dev", (_ML, _ML_INTERESTS), _ITEM_3, True),
+    )(corpora := base_corpora())
+    assert main(write_corpora(tmp_path, corpora)) == 0, capsys.readouterr().out
+
+
 def test_must_mention_terms_may_differ_in_case_plural_and_hyphenation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     corpora = base_corpora()
-    _set("explanation", "match-02", "must_mention_any", ["photo-redox", "C-N couplings", "c n coupling"])(corpora)
+    terms = ["Catalysis", "C-N couplings", "c n coupling", "reaction-condition"]
+    _set("explanation", "match-02", "must_mention_any", terms)(corpora)
+    assert main(write_corpora(tmp_path, corpora)) == 0, capsys.readouterr().out
+
+
+def test_must_mention_terms_may_be_other_forms_of_the_readers_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The interests say 'catalysis' and 'reaction conditions'; an answer may say 'catalytic' or 'conditioned'."""
+    corpora = base_corpora()
+    _set("explanation", "match-02", "must_mention_any", ["catalytic", "reaction conditioned"])(corpora)
     assert main(write_corpora(tmp_path, corpora)) == 0, capsys.readouterr().out
 
 
@@ -714,7 +804,10 @@ def test_each_unmet_target_gives_its_line(
     [
         pytest.param(tagging_targets, "tagging", TaggingCase, ["keyword-trap", "two-topic", "edge", "long-abstract"]),
         pytest.param(
-            reaction_targets, "reaction", ReactionCase, ["terse", "crossover", "near-miss", "anchor", "long-abstract"]
+            reaction_targets,
+            "reaction",
+            ReactionCase,
+            ["terse", "terse-off", "crossover", "near-miss", "anchor", "long-abstract"],
         ),
         pytest.param(
             explanation_targets, "explanation", ExplanationCase, ["near-refuse", "oblique-match", "long-abstract"]

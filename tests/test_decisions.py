@@ -1,23 +1,26 @@
 """Recorded decisions: the gate's verdict is kept beside the candidate run, and rescore re-checks it.
 
-A decision is taken over two recorded runs (`evals.analysis.pairing.decide`, the optimiser's gate);
+A decision is taken over two recorded runs by `tagging_eval.gate` (over `evals.analysis.pairing.decide`);
 `python -m evals.rescore` re-scores the candidate, re-scores its baseline too, recomputes
 the verdict with the recorded margin from the cache alone and says whether it changed.
-The scorer change is injected through `rescore.TASKS`, as tests/test_rescore.py does.
+The scorer change is injected through the task registry (the `swap_task` fixture), as
+tests/test_rescore.py does.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evals import rescore, tagging_eval
-from evals.analysis.pairing import decide, load_run
+from evals import explanation_eval, reaction_eval, rescore, tagging_eval
+from evals.analysis.pairing import load_run
 from evals.corpus.cases import TaggingCase
 from evals.store.records import Decision, DirStore
 from tests.recorded_runs import corpus_ids, record, write_corpus
@@ -39,7 +42,7 @@ def decided(tmp_path: Path, *, margin: float = 0.0) -> Decided:
     base = record(cache, corpus, ids[:4], model="base")
     cand = record(cache, corpus, ids[:18], model="cand")
     store = DirStore(cache / "runs")
-    _, decision = decide(store, load_run(store, base), load_run(store, cand), margin=margin)
+    decision = tagging_eval.gate(store, load_run(store, base), load_run(store, cand), margin=margin)
     return Decided(cache, base, cand, decision)
 
 
@@ -53,6 +56,20 @@ def inverted(case: TaggingCase, out: str) -> dict[str, Any]:
     """Tomorrow's scorer, for the test: it rewards exactly what today's punishes."""
     scored = tagging_eval.score_one(case, out)
     return {**scored, "score": 1.0 - scored["score"]}
+
+
+def test_gate_is_defined_once_in_tagging_eval_and_imported_by_the_other_tasks() -> None:
+    """The design note's letter: `gate()` defined in tagging_eval.py, imported (not copied) by the others."""
+    assert reaction_eval.gate is tagging_eval.gate and explanation_eval.gate is tagging_eval.gate
+    assert tagging_eval.gate.__module__ == "evals.tagging_eval"
+    for module in (reaction_eval, explanation_eval):
+        tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "gate"]
+
+
+def test_gate_returns_the_decision_it_records(tmp_path: Path) -> None:
+    d = decided(tmp_path)
+    assert DirStore(d.cache / "runs").load(d.cand, "decision", Decision) == d.decision
 
 
 def test_the_decision_is_written_beside_the_candidate_run(tmp_path: Path) -> None:
@@ -78,10 +95,13 @@ def test_rescore_with_todays_scorer_says_the_decision_is_unchanged(
 
 
 def test_a_scorer_change_that_flips_the_decision_is_reported(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    swap_task: Callable[[Any], None],
 ) -> None:
     d = decided(tmp_path)
-    monkeypatch.setitem(rescore.TASKS, "tagging", dataclasses.replace(tagging_eval.TASK, score_one=inverted))
+    swap_task(dataclasses.replace(tagging_eval.TASK, score_one=inverted))
     code, out = run_rescore(capsys, d.cache)
     assert code == 0  # a changed decision is reported, not an error
     assert f"decision on {d.cand} (baseline {d.base}): was ship, would now be regress (-0.70 [" in out
@@ -104,10 +124,13 @@ def test_the_recorded_margin_is_the_one_rechecked(tmp_path: Path, capsys: pytest
 
 
 def test_rescoring_the_candidate_alone_rescores_its_baseline_too(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    swap_task: Callable[[Any], None],
 ) -> None:
     d = decided(tmp_path)
-    monkeypatch.setitem(rescore.TASKS, "tagging", dataclasses.replace(tagging_eval.TASK, score_one=inverted))
+    swap_task(dataclasses.replace(tagging_eval.TASK, score_one=inverted))
     code, out = run_rescore(capsys, d.cache, "--run", d.cand)
     assert code == 0
     assert "re-scored 1 run(s)" in out and "would now be regress" in out  # the baseline was re-scored as well

@@ -1,4 +1,9 @@
-"""The shape of src/attest: no import cycle anywhere, leaf modules stay leaves, and modules stay small.
+"""The shape of src/attest and evals/: no import cycle, leaf modules stay leaves, layers import downward,
+and modules stay small.
+
+evals/ is layered store < corpus < engine < analysis < tasks (evals/*_eval.py, evals/tasks.py) < render
+< cli (evals/cli/ and the command lines: runs, compare, rescore, corpus_check, run_*_eval, optimize_tagging);
+each module imports only from its own layer or below, and no module imports a command line.
 
 The import graph is read from the source with `ast`, not by importing it. Every import
 statement counts wherever it sits: at module level, inside a function (a deferred
@@ -240,3 +245,128 @@ def test_the_walker_passes_an_acyclic_package(tmp_path: Path) -> None:
     graph = import_graph(root, "pkg")
     assert graph["pkg.a"] == {"pkg", "pkg.b"}
     assert find_cycles(graph) == []
+
+
+# --- evals/: layers that import downward ---------------------------------------------------
+
+EVALS_LAYERS = ("store", "corpus", "engine", "analysis", "tasks", "render", "cli")
+COMMAND_LINES = {"runs", "compare", "rescore", "corpus_check", "optimize_tagging"}  # plus run_*_eval
+# Over 300 lines, each with its reason; everything else under evals/ stays within the bar.
+EVALS_LONG = {
+    "evals/store/cache.py": "split pending (the store engineer's round)",
+    "evals/store/records.py": "split pending (the records engineer's round)",
+    "evals/analysis/stats.py": "split pending (the verdict engineer's round)",
+}
+
+
+def is_command_line(module: str) -> bool:
+    """A top-level command of the harness: `python -m evals.X` or `python evals/X.py`."""
+    parts = module.split(".")
+    if len(parts) != 2:
+        return False
+    return parts[1] in COMMAND_LINES or (parts[1].startswith("run_") and parts[1].endswith("_eval"))
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of an evals module: its folder, or for a top-level module, tasks or cli; None when unplaced."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] in EVALS_LAYERS:
+        return parts[1]
+    if len(parts) == 2 and parts[1] in EVALS_LAYERS:
+        return parts[1]  # the folder's package __init__
+    if len(parts) == 2 and (parts[1] == "tasks" or parts[1].endswith("_eval")) and not is_command_line(module):
+        return "tasks"
+    if is_command_line(module):
+        return "cli"
+    return None
+
+
+def layer_violations(root: Path, package: str = "evals") -> list[str]:
+    """Every import running up a layer, every command line importing another, every module without a layer."""
+    graph = import_graph(root, package)
+    problems = []
+    for module, targets in sorted(graph.items()):
+        if module == package:
+            continue
+        layer = layer_of(module)
+        if layer is None:
+            problems.append(f"{module}: in no layer (put it in a layer's folder)")
+            continue
+        rank = EVALS_LAYERS.index(layer)
+        for target in sorted(targets):
+            if target == package or (t := layer_of(target)) is None:
+                continue
+            if EVALS_LAYERS.index(t) > rank:
+                problems.append(f"{module} ({layer}) imports {target} ({t}), a layer above it")
+            elif is_command_line(target):
+                problems.append(f"{module} imports {target}: no module imports a command line")
+    return problems
+
+
+def test_every_evals_module_imports_only_from_its_layer_or_below() -> None:
+    assert layer_violations(REPO) == []
+
+
+def test_every_evals_module_is_in_a_layer() -> None:
+    modules = module_names(REPO, "evals")
+    assert len(modules) > 30
+    assert [m for m in modules if m != "evals" and layer_of(m) is None] == []
+
+
+def test_src_attest_never_imports_evals() -> None:
+    modules = module_names(SRC, "attest")
+    found = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found += [
+            f"{name} imports {t}"
+            for t in _targets(tree, name, path.name == "__init__.py")
+            if t.split(".")[0] == "evals"
+        ]
+    assert found == []
+
+
+def test_every_evals_module_is_within_300_lines_or_listed_with_its_reason() -> None:
+    long = {
+        str(path.relative_to(REPO)): n
+        for path in (REPO / "evals").rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert set(long) <= set(EVALS_LONG), {p: n for p, n in long.items() if p not in EVALS_LONG}
+    assert all(EVALS_LONG.values())
+
+
+def _evals_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "copy"
+    for path in (REPO / "evals").rglob("*.py"):
+        target = root / path.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "expected"),
+    [
+        ("evals/store/refs.py", "from evals.engine import pipeline\n", "evals.store.refs (store) imports evals.engine"),
+        (
+            "evals/analysis/baselines.py",
+            "def later():\n    from evals.render import report\n",
+            "evals.analysis.baselines (analysis) imports evals.render",
+        ),
+        ("evals/compare.py", "from evals import rescore\n", "evals.compare imports evals.rescore: no module imports"),
+        (
+            "evals/engine/helper.py",
+            "from evals import reaction_eval\n",
+            "evals.engine.helper (engine) imports evals.reaction_eval",
+        ),
+        ("evals/stray.py", "", "evals.stray: in no layer"),
+    ],
+)
+def test_the_layer_check_finds_a_planted_bad_import(tmp_path: Path, module: str, planted: str, expected: str) -> None:
+    root = _evals_copy(tmp_path)
+    assert layer_violations(root) == []  # the copy is clean before the plant
+    path = root / module
+    path.write_text((path.read_text(encoding="utf-8") if path.exists() else "") + planted, encoding="utf-8")
+    found = layer_violations(root)
+    assert found and all(expected in line for line in found), found

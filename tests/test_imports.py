@@ -29,10 +29,11 @@ def _requirement_name(spec: str) -> str:
 
 
 def allowed_modules() -> frozenset[str]:
-    """Top-level modules src may import: the stdlib, attest, and pyproject's runtime and `local` dependencies."""
+    """Top-level modules src may import: the stdlib, attest, and pyproject's runtime and `local` dependencies,
+    less those installed for the harness alone (diskcache is a runtime dependency because evals/ ships in the wheel)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     runtime = [*project["dependencies"], *project["optional-dependencies"]["local"]]
-    return frozenset(sys.stdlib_module_names) | {"attest"} | {_requirement_name(s) for s in runtime}
+    return (frozenset(sys.stdlib_module_names) | {"attest"} | {_requirement_name(s) for s in runtime}) - EVAL_ONLY
 
 
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:

@@ -43,6 +43,7 @@ from tests.fakes import FakeBackend, RecordingChat
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIMISER = REPO / "evals" / "optimize_tagging.py"
+SEARCH = REPO / "evals" / "cli" / "tagging_search.py"  # the optimiser's DSPy search
 TITLE = "Operando Raman spectroscopy of copper electrodes during CO2 reduction"
 SUMMARY = "Surface-enhanced Raman spectra track adsorbed CO on Cu(100) from -0.4 to -1.1 V."
 BUDGET = 4
@@ -88,7 +89,7 @@ def test_only_the_optimiser_imports_dspy() -> None:
     assert len(src) >= 10
     assert OPTIMISER in evals
     assert dspy_importers(src) == []
-    assert dspy_importers(evals) == [OPTIMISER]
+    assert dspy_importers(evals) == [SEARCH]
 
 
 def test_the_dspy_guard_catches_every_form_of_import(tmp_path: Path) -> None:
@@ -381,6 +382,25 @@ def test_attest_tag_reads_the_artifact_it_is_given(accepted: Accepted, tmp_path:
 
 
 # --- the pieces: the adapter sends tag_messages, the budget holds ----------------------------
+
+
+def test_the_optimiser_ships_only_on_tagging_evals_gate(
+    optimiser: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate is tagging_eval.gate: overruling it (regress for a clearly better candidate) writes nothing."""
+    assert optimiser.gate is tagging_eval.gate
+    calls: list[Decision] = []
+
+    def overruled(store: Any, base: Any, cand: Any, *, margin: float = 0.0) -> Decision:
+        decision = tagging_eval.gate(store, base, cand, margin=margin)
+        calls.append(decision)
+        return decision.model_copy(update={"verdict": "regress"})
+
+    monkeypatch.setattr(optimiser, "gate", overruled)
+    artifact = tmp_path / "tagging.json"
+    run = _optimise(optimiser, tmp_path / "cache", better, "--output", str(artifact))
+    assert run.code == 0 and [d.verdict for d in calls] == ["ship"]
+    assert run.verdict == "regress" and not artifact.exists()
 
 
 def test_the_adapter_sends_the_shipped_prompt_and_nothing_of_dspys(optimiser: ModuleType) -> None:

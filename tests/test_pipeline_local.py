@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from evals import explanation_eval, reaction_eval, rescore, tagging_eval
+from evals import rescore, tasks
 from evals.cli import runner
 from evals.engine.pipeline import Task
 
 pytestmark = pytest.mark.local_model
 
-TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
+TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
 
 
 def _three_cases(task: Task[Any]) -> list[dict[str, Any]]:

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from attest.backends.types import ChatResponse, Message
-from evals import explanation_eval, reaction_eval, tagging_eval
-from evals.analysis import baselines, stats
+from evals import reaction_eval, tasks
+from evals.analysis import power, stats, uncertainty
 from evals.analysis.uncertainty import ASSUMES
 from evals.cli import runner
 from evals.engine.execute import IN_PROCESS, RunOutcome, RunSpec, execute
@@ -25,7 +25,7 @@ from evals.render.report import annotate, inputs_sha256, print_report
 from evals.store.records import MemoryStore
 from tests.fakes import FakeBackend, RecordingChat
 
-TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
+TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
 Reply = Callable[[Any, int], str]  # (case, how many times this case was asked before) -> answer text
 
 
@@ -93,11 +93,11 @@ def test_score_is_printed_with_its_interval_and_n_in_the_house_format(
 ) -> None:
     out, report = _run(name, tmp_path, capsys)
     means = list(_case_means(report).values())
-    expected = stats.mean_estimate(means)
+    expected, method = uncertainty.estimate(means, uncertainty.interval_method(TASKS[name]))
     score = report["uncertainty"]["score"]
     assert score["text"] == expected.format() and score["n"] == len(_dev(name))
     assert (score["low"], score["high"]) == (expected.interval.low, expected.interval.high)
-    assert score["method"] == ("Wilson" if stats.is_binary(means) else "bootstrap BCa")
+    assert score["method"] == method
     line = next(line for line in out.splitlines() if line.startswith("  score "))
     assert re.fullmatch(r"  score\s+\d\.\d{2,} \[\d\.\d{2,}, \d\.\d{2,}\] n=\d+ cases, \d+ samples \(95%, .+\)", line)
     assert expected.format() in line
@@ -129,7 +129,8 @@ def test_family_rows_cover_every_family_of_the_cases(
     means = _case_means(report)
     for row in rows:
         members = [means[c.id] for c in cases if c.family == row["family"]]
-        assert row["text"] == stats.mean_estimate(members).format()
+        method = uncertainty.interval_method(TASKS[name])
+        assert row["text"] == uncertainty.estimate(members, method)[0].format()
         assert set(row["baselines"]) == {"stub", "trivial"}
         assert re.search(rf"^    {re.escape(row['family'])}\s+{row['n']}\s+{re.escape(row['text'][:4])}", out, re.M)
 
@@ -137,19 +138,22 @@ def test_family_rows_cover_every_family_of_the_cases(
 # --- baselines on the same cases -------------------------------------------------------------
 
 
-def test_a_model_answering_the_majority_class_scores_exactly_the_trivial_baseline(
+def test_a_model_answering_the_best_cheap_strategy_scores_exactly_the_trivial_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """On a subset whose majority reads (the dev split's skips), so the majority comes from the run's cases."""
+    """On a subset whose majority reads (the dev split's skips), so the best verdict comes from the run's cases."""
     raw = [c for c in _raw("reaction") if c["split"] == "dev"]
     cases = [c for c in raw if c["verdict"]][:7] + [c for c in raw if not c["verdict"]][:4]
     corpus = _corpus(tmp_path, "reaction", cases)
-    constant = json.dumps({"verdict": True, "confidence": 3, "reasoning": baselines.CONSTANT_REASONING})
-    backend = _fake(reaction_eval.TASK, corpus, lambda case, asked: constant)
+    backend = _fake(
+        reaction_eval.TASK,
+        corpus,
+        lambda case, asked: json.dumps({"verdict": True, "confidence": 3, "reasoning": case.title}),
+    )
     out, report = _run("reaction", tmp_path, capsys, "--corpus", str(corpus), backend=backend)
     block = report["uncertainty"]
     trivial = next(b for b in block["baselines"] if b["name"] == "trivial")
-    assert "always verdict true (read): the majority class, 7 of 11 labels" in trivial["answer"]
+    assert trivial["answer"].startswith("always verdict true (read), the item's title as the reasoning")
     assert (trivial["mean"], trivial["low"], trivial["high"], trivial["n"]) == (
         block["score"]["mean"],
         block["score"]["low"],
@@ -193,7 +197,7 @@ def test_detectable_difference_is_stats_mde_for_this_n_under_the_stated_spread(
     d = report["uncertainty"]["detectable"]
     assert d["n"] == len(means) and d["power"] == 0.8 and d["assumes"] == ASSUMES
     assert d["sd_of_differences"] == pytest.approx(sd)
-    assert d["effect"] == pytest.approx(stats.minimum_detectable_effect(len(means), sd))
+    assert d["effect"] == pytest.approx(power.minimum_detectable_effect(len(means), sd))
     assert f"detectable      {d['effect']:.2f} at 80% power (n={len(means)}, sd of differences {sd:.2f})" in out
 
 

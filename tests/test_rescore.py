@@ -10,20 +10,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import diskcache
 import pytest
 
-from evals import explanation_eval, reaction_eval, rescore, tagging_eval
+from evals import reaction_eval, rescore, tagging_eval, tasks
 from evals.cli import runner
 from evals.engine.pipeline import Task, load_cases
 from evals.store.cache import JSONDisk
 
 REPO = Path(__file__).resolve().parents[1]
-TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
+TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
 
 
 def _generate(task: str, cache_dir: Path, *extra: str) -> Path:
@@ -175,12 +175,15 @@ def test_rescore_in_a_subprocess_sends_nothing_to_a_live_server(
 
 
 def test_rescore_uses_todays_scorer(
-    three_runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    three_runs: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    swap_task: Callable[[Any], None],
 ) -> None:
     def strict(case: Any, out: str) -> dict[str, Any]:
         return {"id": case.id, "score": 0.0, "errors": ["the new scorer accepts nothing"], "predicted": []}
 
-    monkeypatch.setitem(rescore.TASKS, "tagging", dataclasses.replace(tagging_eval.TASK, score_one=strict))
+    swap_task(dataclasses.replace(tagging_eval.TASK, score_one=strict))
     assert _rescore(three_runs["tagging"].parent.parent) == 0
     tagging = _read(three_runs["tagging"], "rescore.json")
     assert _read(three_runs["tagging"], "report.json")["overall"] > 0.0
@@ -192,14 +195,17 @@ def test_rescore_uses_todays_scorer(
 
 
 def test_rescore_uses_todays_labels(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    swap_task: Callable[[Any], None],
 ) -> None:
     """A relabelled case is scored against its new label, from the same cached answer."""
     corpus = tmp_path / "reaction_cases.json"
     cases = json.loads(reaction_eval.CORPUS.read_text(encoding="utf-8"))[:4]
     corpus.write_text(json.dumps(cases), encoding="utf-8")
     task = dataclasses.replace(reaction_eval.TASK, corpus=corpus)  # the task's own corpus, not --corpus
-    monkeypatch.setitem(rescore.TASKS, "reaction", task)
+    swap_task(task)
     assert runner.main(task, ["--offline", "--cache-dir", str(tmp_path / "cache"), "--split", "all"]) == 0
     (run_dir,) = _runs(tmp_path / "cache")
     before = _read(run_dir, "report.json")["results"][0]["score"]
@@ -226,7 +232,10 @@ def test_rescore_of_a_run_on_another_corpus_file_reads_that_file(
 
 
 def test_dropped_case_error_hint_works(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    swap_task: Callable[[Any], None],
 ) -> None:
     """A run whose case left the corpus: the error says to rescore with --corpus OLD_FILE, and doing so works."""
     corpus, old = tmp_path / "tagging_cases.json", tmp_path / "old_tagging_cases.json"
@@ -234,7 +243,7 @@ def test_dropped_case_error_hint_works(
     old.write_text(json.dumps(cases), encoding="utf-8")
     corpus.write_text(json.dumps(cases), encoding="utf-8")
     task = dataclasses.replace(tagging_eval.TASK, corpus=corpus)
-    monkeypatch.setitem(rescore.TASKS, "tagging", task)
+    swap_task(task)
     assert runner.main(task, ["--offline", "--cache-dir", str(tmp_path / "cache"), "--split", "all"]) == 0
     corpus.write_text(json.dumps(cases[1:]), encoding="utf-8")
     capsys.readouterr()

@@ -20,7 +20,7 @@ import pytest
 import attest
 from attest.backends.types import Message
 from attest.features import TagPrompt
-from evals import explanation_eval, reaction_eval, rescore, runs, tagging_eval
+from evals import reaction_eval, rescore, runs, tagging_eval, tasks
 from evals.cli import runner
 from evals.corpus.cases import TaggingCase
 from evals.engine import provenance
@@ -32,7 +32,7 @@ from evals.store.records import DirStore, Manifest
 from tests.test_records import hold_in_another_process
 
 REPO = Path(__file__).resolve().parents[1]
-TASKS: dict[str, Task[Any]] = {t.name: t for t in (tagging_eval.TASK, reaction_eval.TASK, explanation_eval.TASK)}
+TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
 SHOW_LINE = re.compile(r"^  answers +python -m evals\.runs show (\S+)$")
 
 

@@ -11,7 +11,9 @@ import pytest
 
 from attest.explain import REFUSAL
 from evals import explanation_eval, reaction_eval, tagging_eval
+from evals.analysis import baselines
 from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.words import content_words
 
 TAG_CASE = TaggingCase(
     id="pd-cn-coupling",
@@ -358,6 +360,36 @@ def test_explanation_naming_the_topic_but_failing_every_refinement_keeps_the_gat
 @pytest.mark.parametrize(
     "text",
     [
+        pytest.param("You: Room-temperature palladium-catalysed C-N coupling of aryl chlorides", id="you-colon-title"),
+        pytest.param("You may like Room-temperature palladium-catalysed C-N coupling of aryl chlorides.", id="filler"),
+        pytest.param("You: palladium-catalysed C-N coupling of aryl chlorides", id="title-tail"),
+        pytest.param("You: Room temperature palladium catalysed C-N coupling aryl chlorides", id="stop-words-dropped"),
+        pytest.param("You: a bulky biarylphosphine ligand lets aryl chlorides couple with amines", id="summary-head"),
+    ],
+)
+def test_explanation_restating_the_item_earns_no_topic_credit(text: str) -> None:
+    """Issue 22: 'You: <title>' named 'palladium' only because the title does; it scored 1.0 on every such case."""
+    scored = explanation_eval.score_one(MATCH_CASE, _text(text))
+    assert (scored["score"], scored["refused"]) == (0.0, False)
+    assert len(scored["errors"]) == 1 and "only inside words copied from the item" in scored["errors"][0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("You run palladium couplings, and this one works on aryl chlorides.", id="two-item-words"),
+        pytest.param("You develop cross-couplings; this runs C-N coupling of aryl chlorides.", id="own-then-copy"),
+        pytest.param("You develop palladium-catalysed cross-coupling reactions; this works cold.", id="interests-run"),
+    ],
+)
+def test_explanation_naming_the_topic_in_its_own_words_beside_item_words_keeps_the_credit(text: str) -> None:
+    """A copy is three item words in a row that the interests do not share; the reader's own phrase is never one."""
+    assert explanation_eval.score_one(MATCH_CASE, _text(text))["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         pytest.param("You make your own Ligands for this.", id="other-case"),
         pytest.param("You would run this cross coupling.", id="space-for-hyphen"),
         pytest.param("You would run this crosscoupling.", id="joined"),
@@ -515,6 +547,66 @@ def test_the_audits_correct_explanations_in_other_words_pass(case_id: str, text:
     """Explanations the issue 15 audit found wrongly failed: the reader's own words, British spelling, spacing."""
     case = next(c for c in explanation_eval.load_cases() if c.id == case_id)
     assert explanation_eval.score_one(case, _text(text))["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("case_id", "text"),
+    [
+        pytest.param(
+            "match-so2-warm-neptune",
+            "You do JWST transmission spectroscopy, and this finds SO2 on a Neptune.",
+            id="so2",
+        ),
+        pytest.param(
+            "oblique-match-preemptive-continuous-batching",
+            "You serve LLMs, and this batching triples tokens per second.",
+            id="batching",
+        ),
+        pytest.param(
+            "match-solvent-disorder-restraints",
+            "You model disorder, and these restraint libraries speed up solvent refinement.",
+            id="restraints",
+        ),
+        pytest.param(
+            "match-offline-rl-teleoperation",
+            "You do offline RL from demonstrations, and this beats behaviour cloning.",
+            id="offline-rl",
+        ),
+        pytest.param(
+            "long-abstract-covalent-fgfr4-to-clinic",
+            "You follow covalent warheads, and this FGFR4 inhibitor reached the clinic.",
+            id="fgfr4",
+        ),
+    ],
+)
+def test_real_answers_that_reuse_item_words_around_the_readers_topic_keep_full_credit(case_id: str, text: str) -> None:
+    """The copy check takes only runs of three item words: a real answer's two-word echoes of the item stay its own."""
+    case = next(c for c in explanation_eval.load_cases() if c.id == case_id)
+    assert explanation_eval.score_one(case, _text(text))["score"] == 1.0
+
+
+def _echo(case: ExplanationCase) -> str:
+    return _text(f"You: {case.title}")
+
+
+def _echo_or_refuse(case: ExplanationCase) -> str:
+    """The title echoed when a content word of the interests occurs in the item, else the refusal."""
+    shared = content_words(case.interests) & content_words(f"{case.title} {case.summary}")
+    return _echo(case) if shared else _text(REFUSAL)
+
+
+def test_echoing_the_title_scores_far_below_the_stub_on_explanation_dev() -> None:
+    """Issue 22: on dev, 'You: <title>' scored 0.52 (0.95 on match cases) and with a word-overlap refusal rule
+    0.61, against the stub's 0.34; naming the topic now takes the reader's words, not a copy of the item."""
+    dev = explanation_eval.load_cases(split="dev")
+    stub = baselines.stub(explanation_eval.TASK, dev).scores
+    stub_mean = sum(stub.values()) / len(stub)
+    for answer in (_echo, _echo_or_refuse):
+        scores = [explanation_eval.score_one(case, answer(case))["score"] for case in dev]
+        assert sum(scores) / len(scores) < stub_mean / 2, answer.__name__
+    matches = [case for case in dev if not case.refuse]
+    echoed = [explanation_eval.score_one(case, _echo(case))["score"] for case in matches]
+    assert sum(echoed) / len(echoed) <= 0.05
 
 
 def test_you_will_like_this_scores_at_most_a_quarter_on_explanation_dev() -> None:

@@ -19,23 +19,17 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats as sps  # type: ignore[import-untyped]
 
+from evals.analysis.paired import TEST, holm, holm_levels, paired, paired_batch, verdict
+from evals.analysis.power import detectable_from, minimum_detectable_effect, minimum_detectable_effect_binary
 from evals.analysis.stats import (
     Estimate,
     Interval,
     decimals_for,
-    detectable_from,
     flaky_cases,
-    holm,
-    holm_levels,
     is_binary,
     mean_estimate,
-    minimum_detectable_effect,
-    minimum_detectable_effect_binary,
-    paired,
-    paired_batch,
     proportion,
     variance_components,
-    verdict,
 )
 
 Floats = NDArray[np.float64]
@@ -179,8 +173,8 @@ def test_the_readme_optimiser_example_is_inconclusive() -> None:
     cand = [1.0] * 8 + [0.0] * 3 + [1.0] * 5 + [0.0] * 4
     result = paired(base, cand)
     assert (result.improved, result.regressed, result.unchanged) == (8, 3, 9)
-    assert result.test == "exact McNemar"
-    assert result.p_value == pytest.approx(sps.binomtest(8, 11).pvalue)
+    assert result.test == TEST
+    assert result.p_value >= 0.05  # the interval's own test: it agrees with the verdict
     assert result.interval.low < 0 < result.interval.high
     assert verdict(result) == "inconclusive"
 
@@ -354,31 +348,6 @@ def test_scores_outside_0_1_are_refused(bad: list[float]) -> None:
 def test_paired_refuses_unaligned_runs() -> None:
     with pytest.raises(ValueError, match="align them by case"):
         paired([0.0, 1.0], [1.0])
-
-
-def test_the_sign_flip_test_is_exact_for_few_changes() -> None:
-    base = [0.5, 0.25, 0.75, 0.5, 0.0, 1.0, 0.5, 0.25]
-    cand = [0.75, 0.5, 1.0, 1.0, 0.0, 1.0, 0.75, 0.5]
-    result = paired(base, cand)
-    assert result.test == "sign-flip permutation, exact"
-    # six positive differences, no negative: 2 of the 2**6 sign patterns are as extreme
-    assert result.p_value == pytest.approx(2 / 64)
-    assert (result.improved, result.regressed, result.unchanged) == (6, 0, 2)
-
-
-def test_the_sign_flip_test_resamples_then_approximates_as_n_grows() -> None:
-    rng = np.random.default_rng(8)
-    base = rng.choice(FIVE, size=1_000)
-    cand = np.clip(base + rng.choice([-0.25, 0.0, 0.25, 0.5], size=1_000), 0, 1)
-    small = paired(base[:200], cand[:200])
-    large = paired(base, cand)
-    assert small.test == "sign-flip permutation, 9,999 resamples"
-    assert large.test == "sign-flip, normal approximation"
-    near = paired(base[:400], cand[:400])
-    d = cand[:400] - base[:400]
-    d = d[d != 0]
-    approx = 2 * sps.norm.sf(abs(d.sum()) / math.sqrt((d * d).sum()))
-    assert near.p_value == pytest.approx(approx, abs=0.01)  # where the approximation takes over, they agree
 
 
 def test_a_zero_difference_has_p_one_and_a_nondegenerate_interval() -> None:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from evals.corpus.words import STOPWORDS, canonical, content_words, mentions, words
+from evals.corpus.words import (
+    STOPWORDS,
+    canonical,
+    content_words,
+    mentions,
+    mentions_a_form,
+    own_words,
+    same_root,
+    words,
+)
 
 
 @pytest.mark.parametrize(
@@ -74,3 +83,44 @@ def test_content_words_drop_stopwords_filler_letters_and_numbers() -> None:
 def test_stopwords_include_the_usual_function_words_and_the_audit_examples() -> None:
     assert {"what", "about", "these", "the", "and", "of", "why", "how"} <= STOPWORDS
     assert len(STOPWORDS) > 150
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("calibrated", "calibration"), ("evaluate", "evaluation"), ("twin", "twinning"), ("clinic", "clinical")],
+)
+def test_other_forms_of_one_word_share_a_root(first: str, second: str) -> None:
+    assert same_root(canonical(first), canonical(second))
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("crystal", "crystallization"), ("transformer", "transmission"), ("cycled", "cycling")]
+)
+def test_different_words_or_long_derivations_do_not_share_a_root(first: str, second: str) -> None:
+    assert not same_root(canonical(first), canonical(second))
+
+
+def test_a_term_is_a_form_of_the_text_when_each_of_its_words_is() -> None:
+    interests = "whether risk models stay calibrated; how to evaluate LLM outputs"
+    assert mentions_a_form(interests, "calibration") and mentions_a_form(interests, "LLM evaluation")
+    assert not mentions_a_form(interests, "sepsis calibration")
+
+
+def test_own_words_drop_runs_of_three_content_words_copied_from_a_source() -> None:
+    title = "Per-channel 2-bit KV-cache quantization keeps 128k-context accuracy"
+    assert own_words(f"You: {title}", [title], "") == ["you per"]  # "per" is a stop word: a copy starts at content
+    assert own_words("You follow quantization; the KV cache shrinks.", [title], "") == [
+        "you follow quantization the kv cache shrinks"
+    ]
+    assert own_words("You serve models; KV-cache quantization keeps memory low.", [title], "") == [
+        "you serve models",
+        "memory low",
+    ]
+
+
+def test_own_words_keep_a_run_the_exempt_text_shares() -> None:
+    title = "Covalent warhead design for kinase inhibitors"
+    assert own_words(f"You: {title}", [title], "") == ["you"]
+    assert own_words("You like covalent warhead design.", [title], "I follow covalent warhead design") == [
+        "you like covalent warhead design"
+    ]

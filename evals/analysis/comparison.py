@@ -3,10 +3,12 @@
 The pure core behind `python -m evals.compare` and the reports: the caller reads the
 run records and hands over one `RunScores` per run; nothing here reads or writes a
 file. `compare` pairs the runs by case id over the cases both hold, averages repeats
-within each case, and computes the paired statistics of `evals.analysis.stats`, the verdict
-against a margin fixed in advance, the changed cases, per-family differences, the
-minimum detectable effect and what changed between the runs. `compare_all` decides
-several tasks at once under Holm's correction. `evals.render.comparison_text`,
+within each case, and computes the paired statistics of `evals.analysis.paired`, the
+verdict against a margin fixed in advance, the changed cases, per-family differences,
+the minimum detectable effect and what changed between the runs
+(`evals.analysis.differences`: a confounded pair, or a prompt change on the stub, is
+inconclusive whatever the interval). `compare_all` decides several tasks at once under
+Holm's correction. `evals.render.comparison_text`,
 `comparison_markdown` and `comparison_json` render one.
 """
 
@@ -16,20 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from attest.errors import AttestError
-from evals.analysis.stats import (
-    LEVEL,
-    Detectable,
-    Estimate,
-    Paired,
-    Verdict,
-    detectable_from,
-    difference,
-    holm,
-    holm_levels,
-    mean_estimate,
-    paired,
-    verdict,
-)
+from evals.analysis.differences import Change, what_changed, withheld
+from evals.analysis.paired import Paired, difference, holm, holm_levels, paired, verdict
+from evals.analysis.power import Detectable, detectable_from
+from evals.analysis.stats import LEVEL, Estimate, Verdict, is_binary, mean_estimate
 
 __all__ = [
     "EXIT_CODES",
@@ -63,6 +55,7 @@ class RunScores:
     answers: Mapping[str, str] = field(default_factory=dict)  # case id -> the answer text, for display
     labels: Mapping[str, object] = field(default_factory=dict)  # case id -> its expectation, must agree
     provenance: Mapping[str, object] = field(default_factory=dict)  # prompt fingerprint, model, digest, ...
+    prompts: tuple[str, ...] = ()  # the system prompts the run sent, for a line diff
 
 
 @dataclass(frozen=True)
@@ -90,15 +83,6 @@ class FamilyRow:
 
 
 @dataclass(frozen=True)
-class Change:
-    """A provenance key whose value differs between the runs (None where a run lacks it)."""
-
-    key: str
-    base: object
-    cand: object
-
-
-@dataclass(frozen=True)
 class Comparison:
     """Everything `compare` found; renderers and the CLI read it, nothing recomputes it."""
 
@@ -121,20 +105,34 @@ class Comparison:
     show: int
     holm_p: float | None = None  # set by `compare_all`: the Holm-adjusted p-value
     family_size: int = 1  # how many comparisons were decided together
+    kinds: tuple[str, ...] = ()  # which of prompt, model (backend, model, digest) and options differ
+    confounded: tuple[str, ...] = ()  # `kinds`, when more than one differs
+    prompt_diff: tuple[str, ...] = ()  # a line diff of the system prompts, baseline to candidate
+    withheld: str = ""  # why the verdict is inconclusive whatever the interval; "" when the interval decides
+    measured: Verdict = "inconclusive"  # the interval's own verdict, before anything withheld it
 
     @property
     def n(self) -> int:
         return self.paired.n
 
 
-def compare(base: RunScores, cand: RunScores, *, margin: float = 0.0, show: int = 5) -> Comparison:
-    """Pair two runs of one task by case id, average repeats within a case, and decide."""
-    if margin < 0 or show < 0:
+def compare(
+    base: RunScores, cand: RunScores, *, margin: float = 0.0, show: int = 5, accept_mixed: bool = False
+) -> Comparison:
+    """Pair two runs of one task by case id, average repeats within a case, and decide.
+
+    The verdict is the interval's unless the runs cannot credit the change
+    (`differences.withheld`: more than one of prompt, model and options differ, unless
+    `accept_mixed`; or a prompt change measured on the stub), then it is inconclusive.
+    """
+    if not margin >= 0 or show < 0:
         raise ComparisonError(f"margin and show must be >= 0, got margin {margin}, show {show}")
     shared = _shared_cases(base, cand)
     b = [_case_mean(base, case) for case in shared]
     c = [_case_mean(cand, case) for case in shared]
-    result = paired(b, c)
+    result = paired(b, c, margin=margin)
+    changed = what_changed(base.provenance, cand.provenance, base.prompts, cand.prompts)
+    why, confounded = withheld(changed, base.provenance, cand.provenance, accept_mixed=accept_mixed)
     changes = [
         CaseChange(case, _family(base, cand, case), x, y, base.answers.get(case, ""), cand.answers.get(case, ""))
         for case, x, y in zip(shared, b, c, strict=True)
@@ -144,24 +142,33 @@ def compare(base: RunScores, cand: RunScores, *, margin: float = 0.0, show: int 
         task=base.task,
         base_run=base.run_id,
         cand_run=cand.run_id,
-        base=mean_estimate(b),
-        cand=mean_estimate(c),
+        base=mean_estimate(b, binary=is_binary(b) and is_binary(c)),  # one interval method for both runs
+        cand=mean_estimate(c, binary=is_binary(b) and is_binary(c)),
         paired=result,
         margin=margin,
-        verdict=verdict(result, margin),
+        verdict="inconclusive" if why else verdict(result, margin),
         regressed=tuple(sorted((x for x in changes if x.delta < 0), key=lambda x: (x.delta, x.case_id))),
         improved=tuple(sorted((x for x in changes if x.delta > 0), key=lambda x: (-x.delta, x.case_id))),
         unchanged=tuple(case for case, x, y in zip(shared, b, c, strict=True) if abs(y - x) <= 1e-12),
         families=_families(base, cand, shared, b, c),
         detectable=detectable_from(b, c, margin=margin),
-        what_changed=_what_changed(base.provenance, cand.provenance),
+        what_changed=changed.changes,
         only_base=tuple(sorted(set(base.samples) - set(cand.samples))),
         only_cand=tuple(sorted(set(cand.samples) - set(base.samples))),
         show=show,
+        kinds=changed.kinds,
+        confounded=confounded,
+        prompt_diff=changed.prompt_diff,
+        withheld=why,
+        measured=verdict(result, margin),
     )
 
 
 def _shared_cases(base: RunScores, cand: RunScores) -> list[str]:
+    if base.run_id == cand.run_id:
+        raise ComparisonError(
+            f"run {base.run_id} is compared with itself: name two different runs (`python -m evals.runs list`)"
+        )
     if base.task != cand.task:
         raise ComparisonError(
             f"run {base.run_id} is a {base.task} run and run {cand.run_id} a {cand.task} run; compare runs of one task"
@@ -203,28 +210,31 @@ def _families(
     return tuple(FamilyRow(name, difference(xs, ys)) for name, (xs, ys) in sorted(groups.items()))
 
 
-def _what_changed(base: Mapping[str, object], cand: Mapping[str, object]) -> tuple[Change, ...]:
-    keys = sorted(set(base) | set(cand))
-    return tuple(Change(k, base.get(k), cand.get(k)) for k in keys if base.get(k) != cand.get(k))
-
-
 def compare_all(
-    pairs: Sequence[tuple[RunScores, RunScores]], *, margin: float = 0.0, show: int = 5, alpha: float = 1 - LEVEL
+    pairs: Sequence[tuple[RunScores, RunScores]],
+    *,
+    margin: float = 0.0,
+    show: int = 5,
+    alpha: float = 1 - LEVEL,
+    accept_mixed: bool = False,
 ) -> tuple[Comparison, ...]:
     """Compare several (baseline, candidate) pairs, one verdict each, under Holm's correction.
 
-    Each comparison's interval is put at the level `stats.holm_levels` gives it (its
-    Holm step), so at most `alpha` of such families hold any wrong ship or regress, and
-    each printed interval agrees with its verdict. The p-values are Holm-adjusted too
-    (`holm_p`). Per-family rows stay at 95%: they describe, they do not decide.
+    Each comparison's interval is put at the level `paired.holm_levels` gives it (its
+    Holm step, ordered and stopped by each decision's p against the margin), so at most
+    `alpha` of such families hold any wrong ship or regress, and each printed interval
+    agrees with its verdict and with its Holm-adjusted p (`holm_p`): decisive exactly
+    when `holm_p` < alpha. Per-family rows stay at 95%: they describe, they do not decide.
     """
-    comparisons = [compare(b, c, margin=margin, show=show) for b, c in pairs]
-    levels = holm_levels([x.paired.interval_pvalue for x in comparisons], alpha)
-    adjusted = holm([x.paired.p_value for x in comparisons])
+    comparisons = [compare(b, c, margin=margin, show=show, accept_mixed=accept_mixed) for b, c in pairs]
+    pvalues = [x.paired.p_value for x in comparisons]
+    levels, adjusted = holm_levels(pvalues, alpha), holm(pvalues)
     out = []
     for x, level, p in zip(comparisons, levels, adjusted, strict=True):
         at = x.paired.at_level(level)
-        out.append(replace(x, paired=at, verdict=verdict(at, margin), holm_p=p, family_size=len(comparisons)))
+        measured = verdict(at, margin)
+        decided = "inconclusive" if x.withheld else measured
+        out.append(replace(x, paired=at, verdict=decided, measured=measured, holm_p=p, family_size=len(comparisons)))
     return tuple(out)
 
 

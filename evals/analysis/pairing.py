@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
+from evals.analysis.paired import verdict_decimals
 from evals.engine import provenance
+from evals.engine.execute import Prompts
 from evals.store.records import Decision, Manifest, Report, RunStore
 
 __all__ = ["UNKNOWN", "Run", "decide", "load_run", "pair", "recheck", "recheck_line", "scores_of"]
@@ -32,6 +34,7 @@ class Run:
 
     manifest: Manifest
     report: Report
+    prompts: tuple[str, ...] = ()  # the system prompts it sent (prompts.json), in the manifest's order
 
     @property
     def run_id(self) -> str:
@@ -48,12 +51,25 @@ def load_run(store: RunStore, run_id: str) -> Run:
             f"run {run_id} is not complete ({why}), so it cannot be compared: "
             "rerun its eval or pick a complete run (`python -m evals.runs list`)"
         )
-    return Run(manifest, report)
+    return Run(manifest, report, _prompts(store, run_id, manifest))
+
+
+def _prompts(store: RunStore, run_id: str, manifest: Manifest) -> tuple[str, ...]:
+    """The run's system prompt texts in the manifest's order; () when prompts.json is absent."""
+    if not store.exists(run_id, "prompts"):
+        return ()
+    texts = store.load(run_id, "prompts", Prompts).system
+    return tuple(texts.get(sha, f"(prompt {sha} not recorded)") for sha in manifest.provenance.system_prompts)
 
 
 def pair(base: Run, cand: Run, *, allow_split_mismatch: bool = False) -> tuple[RunScores, RunScores]:
     """Both runs as `RunScores`, after checking they can be paired: one task, one split, the same cases."""
     b, c = base.manifest, cand.manifest
+    if b.run_id == c.run_id:
+        raise ComparisonError(
+            f"run {b.run_id} is compared with itself (both records say {b.run_id}): "
+            "name two different runs (`python -m evals.runs list`)"
+        )
     if b.task != c.task:
         raise ComparisonError(f"run {b.run_id} is a {b.task} run and run {c.run_id} a {c.task} run: compare one task")
     if b.split != c.split and not allow_split_mismatch:
@@ -91,7 +107,7 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
         memo[ref] = _families(provenance.resolve_corpus(ref))
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
     m = run.manifest
-    return RunScores(m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m))
+    return RunScores(m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m), run.prompts)
 
 
 def _families(path: Path) -> dict[str, str]:
@@ -113,9 +129,11 @@ def _provenance(m: Manifest) -> dict[str, object]:
         "model": m.model,
         "digest": m.digest,
         "options": json.dumps(m.options, sort_keys=True),
+        "label": m.label,
         "repeat": m.repeat,
         "split": m.split,
         "prompt_fingerprint": p.prompt_fingerprint,
+        "system_prompts": ", ".join(p.system_prompts),
         "tag_prompt_sha256": p.tag_prompt_sha256,
         "scorer_fingerprint": p.scorer_fingerprint,
         "corpus": p.corpus,
@@ -126,7 +144,10 @@ def _provenance(m: Manifest) -> dict[str, object]:
 
 
 def decide(store: RunStore, base: Run, cand: Run, *, margin: float) -> tuple[Comparison, Decision]:
-    """A gate: the paired verdict of `cand` against `base`, recorded beside the candidate run as `decision`."""
+    """A gate: the paired verdict of `cand` against `base`, recorded beside the candidate run as `decision`.
+
+    The same rule as `compare`: a confounded pair, or a prompt change on the stub, is inconclusive.
+    """
     x = compare(*pair(base, cand), margin=margin)
     interval = x.paired.interval
     decision = Decision(
@@ -154,7 +175,7 @@ def recheck(decision: Decision, base: Run, cand: Run) -> dict[str, Any]:
         "recorded": decision.verdict,
         "now": x.verdict,
         "unchanged": x.verdict == decision.verdict,
-        "difference": x.paired.difference.format(signed=True),
+        "difference": x.paired.difference.format(signed=True, decimals=verdict_decimals(x.paired.interval, x.margin)),
         "mean_difference": x.paired.mean_diff,
         "interval": [x.paired.interval.low, x.paired.interval.high],
         "p_value": x.paired.p_value,

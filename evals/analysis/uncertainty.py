@@ -8,9 +8,12 @@ variance within and between cases. Everything is plain JSON (`Report.uncertainty
 printed by evals/render/report.py.
 
 The case is the unit (Miller 2024, arXiv:2411.00640): a case's samples are averaged
-before anything else, so n is the number of cases, never of samples. Intervals come
-from evals/analysis/stats.py: Wilson when every per-case score is 0 or 1, else a seeded BCa
-bootstrap; figures are formatted to the precision the interval supports.
+before anything else, so n is the number of cases, never of samples. The interval
+method is the task's (`Task.interval`), never chosen from one run's values: Wilson for
+a task whose scores are 0 or 1 by construction (with one sample per case; with repeats
+a case's mean is graded), else a seeded BCa bootstrap (evals/analysis/stats.py). Figures
+are formatted to the precision the interval supports. Task-specific rows (reaction's
+precision and recall) come from `Task.verdict_metrics`.
 """
 
 from __future__ import annotations
@@ -21,12 +24,25 @@ from typing import Any
 
 import numpy as np
 
-from evals.analysis import stats
+from evals.analysis import paired, stats
 from evals.analysis.baselines import Baseline
-from evals.corpus.cases import AnyCase, ReactionCase
+from evals.analysis.power import Detectable, minimum_detectable_effect
+from evals.corpus.cases import AnyCase
 from evals.engine.pipeline import CaseResult
+from evals.engine.task import Task
 
-__all__ = ["ASSUMES", "block", "detectable", "estimate_json", "family_rows", "repeats", "samples_by_case", "verdicts"]
+__all__ = [
+    "ASSUMES",
+    "block",
+    "detectable",
+    "estimate",
+    "estimate_json",
+    "family_rows",
+    "interval_method",
+    "repeats",
+    "samples_by_case",
+    "verdicts",
+]
 
 UNIT = "case: a case's samples are averaged first; n counts cases"
 ASSUMES = (
@@ -43,12 +59,29 @@ def samples_by_case(results: Sequence[CaseResult]) -> dict[str, list[float]]:
     return found
 
 
-def _method(values: Sequence[float]) -> str:
-    if stats.is_binary(values):
-        return "Wilson"
-    if len(set(values)) == 1:
-        return "none: every score is equal"
-    return "bootstrap BCa" if len(values) <= stats.BOOTSTRAP_MAX_N else "Student t"
+WILSON, BOOTSTRAP = "Wilson", "bootstrap BCa"
+
+
+def interval_method(task: Task[Any], repeat: int = 1) -> str:
+    """The task's interval method for a run of `repeat` samples per case: fixed before any score is seen."""
+    return WILSON if task.interval == "wilson" and repeat == 1 else BOOTSTRAP
+
+
+def estimate(values: Sequence[float], method: str) -> tuple[stats.Estimate, str]:
+    """The mean of per-case scores with its interval by `method`, and the method as printed.
+
+    Wilson refuses a score that is not 0 or 1 (the task said its scores are binary);
+    the bootstrap is used for graded tasks even when one run's scores happen to be all 0/1.
+    """
+    arr = np.asarray(values, dtype=float)
+    if method == WILSON and not stats.is_binary(arr):
+        raise ValueError("the task declares 0/1 scores (Wilson intervals) but scored a case between 0 and 1")
+    found = stats.mean_estimate(arr, binary=method == WILSON)
+    if method == WILSON:
+        return found, WILSON
+    if arr.size and np.all(arr == arr[0]):
+        return found, "none: every score is equal"
+    return found, BOOTSTRAP if arr.size <= stats.BOOTSTRAP_MAX_N else "Student t"
 
 
 def estimate_json(estimate: stats.Estimate, method: str = "", *, signed: bool = False) -> dict[str, Any]:
@@ -61,21 +94,21 @@ def estimate_json(estimate: stats.Estimate, method: str = "", *, signed: bool = 
     return out
 
 
-def _mean_of(values: Sequence[float]) -> dict[str, Any]:
-    return estimate_json(stats.mean_estimate(values), _method(values))
+def _mean_of(values: Sequence[float], method: str) -> dict[str, Any]:
+    return estimate_json(*estimate(values, method))
 
 
-def _baseline_row(baseline: Baseline, ids: Sequence[str], model: Sequence[float]) -> dict[str, Any]:
+def _baseline_row(baseline: Baseline, ids: Sequence[str], model: Sequence[float], method: str) -> dict[str, Any]:
     missing = [i for i in ids if i not in baseline.scores]
     if missing:
         raise ValueError(f"baseline {baseline.name} has no score for cases {missing[:5]}: score it on the same cases")
     base = [baseline.scores[i] for i in ids]
-    difference = estimate_json(stats.difference(base, model), "adjusted Wald, paired", signed=True)
-    return {"name": baseline.name, "answer": baseline.answer, **_mean_of(base), "difference": difference}
+    difference = estimate_json(paired.difference(base, model), "adjusted Wald, paired", signed=True)
+    return {"name": baseline.name, "answer": baseline.answer, **_mean_of(base, method), "difference": difference}
 
 
 def family_rows(
-    cases: Sequence[AnyCase], means: Mapping[str, float], baselines: Sequence[Baseline] = ()
+    cases: Sequence[AnyCase], means: Mapping[str, float], baselines: Sequence[Baseline] = (), method: str = BOOTSTRAP
 ) -> list[dict[str, Any]]:
     """One row per family of the scored cases, by name: n, mean and interval, and each baseline's mean."""
     members: dict[str, list[str]] = {}
@@ -86,7 +119,7 @@ def family_rows(
     for family in sorted(members):
         ids = members[family]
         others = {b.name: float(np.mean([b.scores[i] for i in ids])) for b in baselines}  # as the mean beside it
-        rows.append({"family": family, **_mean_of([means[i] for i in ids]), "baselines": others})
+        rows.append({"family": family, **_mean_of([means[i] for i in ids], method), "baselines": others})
     return rows
 
 
@@ -95,8 +128,8 @@ def detectable(model: Sequence[float], *, power: float = 0.8, alpha: float = 0.0
     n = len(model)
     sd_cases = float(np.std(model, ddof=1)) if n > 1 else 0.0
     sd = math.sqrt(2.0) * sd_cases
-    effect = stats.minimum_detectable_effect(n, sd, alpha=alpha, power=power)
-    shown = stats.Detectable(effect, n, sd, "sd of differences", power)
+    effect = minimum_detectable_effect(n, sd, alpha=alpha, power=power)
+    shown = Detectable(effect, n, sd, "sd of differences", power)
     return {
         "effect": None if math.isinf(effect) else effect,
         "n": n,
@@ -122,23 +155,23 @@ def repeats(samples: Mapping[str, Sequence[float]], repeat: int) -> dict[str, An
     return {**out, "within": parts.within, "between": parts.between, "within_share": share}
 
 
-def verdicts(cases: Sequence[AnyCase], results: Sequence[CaseResult]) -> dict[str, Any]:
-    """Reaction's precision and recall with Wilson intervals; an unparseable answer counts as the wrong verdict."""
-    label = {c.id: c.verdict for c in cases if isinstance(c, ReactionCase)}
-    said = [(r.details.get("verdict"), label[r.id]) for r in results]
+def verdicts(labels: Mapping[str, bool], results: Sequence[CaseResult]) -> dict[str, Any]:
+    """Precision and recall of per-sample verdicts (`details["verdict"]`) against `labels`, by case id, with
+    Wilson intervals; an unparseable answer (no verdict) counts as the wrong verdict."""
+    said = [(r.details.get("verdict"), labels[r.id]) for r in results]
     verdict = [v if v is not None else not y for v, y in said]  # no answer: the wrong one
     tp = sum(1 for v, (_, y) in zip(verdict, said, strict=True) if v and y)
     predicted, actual = sum(verdict), sum(1 for _, y in said if y)
 
     def rate(k: int, n: int) -> dict[str, Any] | None:
-        return estimate_json(stats.proportion(k, n), "Wilson") if n else None
+        return estimate_json(stats.proportion(k, n), WILSON) if n else None
 
     invalid = sum(1 for v, _ in said if v is None)
     return {"precision": rate(tp, predicted), "recall": rate(tp, actual), "invalid": invalid}
 
 
 def block(
-    task_name: str,
+    task: Task[Any],
     cases: Sequence[AnyCase],
     results: Sequence[CaseResult],
     baselines: Sequence[Baseline] = (),
@@ -149,16 +182,17 @@ def block(
     ids = [c.id for c in cases if c.id in samples]
     means = {i: sum(samples[i]) / len(samples[i]) for i in ids}
     model = [means[i] for i in ids]
+    method = interval_method(task, repeat)
     out: dict[str, Any] = {
         "unit": UNIT,
         "samples": len(results),
-        "score": _mean_of(model),
-        "baselines": [_baseline_row(b, ids, model) for b in baselines],
-        "families": family_rows(cases, means, baselines),
+        "score": _mean_of(model, method),
+        "baselines": [_baseline_row(b, ids, model, method) for b in baselines],
+        "families": family_rows(cases, means, baselines, method),
         "detectable": detectable(model),
     }
     if any(len(s) > 1 for s in samples.values()):
         out["repeats"] = repeats({i: samples[i] for i in ids}, repeat)
-    elif task_name == "reaction":
-        out["verdicts"] = verdicts(cases, results)  # per sample; with repeats they would not be independent
+    elif task.verdict_metrics is not None:
+        out.update(task.verdict_metrics(cases, results))  # per sample; with repeats they would not be independent
     return out

@@ -14,20 +14,25 @@ from pathlib import Path
 from typing import TypeVar
 
 from attest.features import TAGS
-from evals.corpus.cases import SPLITS, AnyCase, ExplanationCase, ReactionCase, TaggingCase
-from evals.corpus.words import mentions
+from evals.corpus.cases import REACTION_FAMILIES, SPLITS, AnyCase, ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.words import mentions_a_form
 
 __all__ = ["explanation_rules", "in_split", "reaction_rules", "tagging_rules"]
 
 C = TypeVar("C", bound=AnyCase)
 
+# The design note's family rules: adjacent-* and bait-* are false and dev-only, terse-* true,
+# crossover-* labelled per persona (each reader gets both verdicts); near-miss and terse-off are ours.
 _DEV_ONLY_FAMILIES = ("bait", "adjacent")
-_FAMILY_VERDICT = {"adjacent": False, "bait": False, "near-miss": True}
+_FAMILY_VERDICT = {"adjacent": False, "bait": False, "terse": True, "terse-off": False, "near-miss": True}
 _FAMILY_WHY = {
     "adjacent": "the field next door that the reader skips",
     "bait": "AI-for-science prose with nothing in it",
+    "terse": "a one-line summary that is nonetheless clearly on the reader's topic",
+    "terse-off": "a one-line summary off the reader's topic",
     "near-miss": "a neighbouring field that touches a stated interest, so the reader reads it",
 }
+_OTHER_FAMILY = {True: "terse-off", False: "terse"}  # where a short item with the other label belongs
 
 
 def tagging_rules(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
@@ -47,6 +52,7 @@ def reaction_rules(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
     yield from _reaction_families(path, cases)
     yield from _families_in_dev(path, cases)
     yield from _family_verdicts(path, cases)
+    yield from _crossover_per_persona(path, cases)
     yield from _items_in_both_splits(path, cases)
 
 
@@ -56,7 +62,7 @@ def explanation_rules(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[
     yield from _both_classes(path, cases, "refuse", lambda case: case.refuse)
     yield from _duplicate_inputs(path, cases, ("interests", "title", "summary"))
     yield from _mentions_match_refuse(path, cases)
-    yield from _mentions_reachable(path, cases)
+    yield from _mentions_in_interests(path, cases)
     yield from _refusals_in_dev(path, cases)
     yield from _items_in_both_splits(path, cases)
 
@@ -134,14 +140,24 @@ def _tags_repeated(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
 # --- reaction ----------------------------------------------------------------------------
 
 
+def _family_prefix(family: str) -> str:
+    return "fx-" if family == "fixture" else f"{family}-"
+
+
 def _reaction_families(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
-    """A reaction id names its family: fx-* for the fixture, <family>-* for the rest."""
+    """A reaction id names its family: fx-* for the fixture, <family>-* for the rest (the longest that fits)."""
     for case in cases:
-        prefix = "fx-" if case.family == "fixture" else f"{case.family}-"
-        if not case.id.startswith(prefix):
+        prefix = _family_prefix(case.family)
+        named = max((p for p in map(_family_prefix, REACTION_FAMILIES) if case.id.startswith(p)), key=len, default=None)
+        if named is None or not named.startswith(prefix):
             yield (
                 f"{path}: case {case.id}: field 'id': does not start with {prefix!r} for family "
                 f"'{case.family}'; rename the case or correct its family"
+            )
+        elif named != prefix:
+            yield (
+                f"{path}: case {case.id}: field 'id': starts with {named!r}, another family's prefix, but its "
+                f"family is '{case.family}'; rename the case or correct its family"
             )
 
 
@@ -155,9 +171,31 @@ def _family_verdicts(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]
     for case in cases:
         wanted = _FAMILY_VERDICT.get(case.family)
         if wanted is not None and case.verdict is not wanted:
+            move = (
+                f" (a one-line item labelled {str(case.verdict).lower()} belongs in '{_OTHER_FAMILY[wanted]}')"
+                if case.family in _OTHER_FAMILY.values()
+                else ""
+            )
             yield (
                 f"{path}: case {case.id}: field 'verdict': is {str(case.verdict).lower()}, but {case.family} cases are "
-                f"{_FAMILY_WHY[case.family]}, labelled {str(wanted).lower()}; relabel it or change its family"
+                f"{_FAMILY_WHY[case.family]}, labelled {str(wanted).lower()}; relabel it or change its family{move}"
+            )
+
+
+def _crossover_per_persona(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    """Crossover items are labelled per persona: each reader's crossover cases hold a yes and a no."""
+    readers: dict[str, list[ReactionCase]] = {}
+    for case in cases:
+        if case.family == "crossover":
+            readers.setdefault(case.persona, []).append(case)
+    for group in readers.values():
+        verdicts = {case.verdict for case in group}
+        if len(verdicts) == 1:
+            (only,) = verdicts
+            yield (
+                f"{path}: case {group[-1].id}: field 'verdict': every crossover case for this reader is "
+                f"{str(only).lower()} ({len(group)} case(s)); crossover items are labelled per persona, so add one "
+                f"this reader would {'skip' if only else 'read'}, or move the case to the family its label fits"
             )
 
 
@@ -175,15 +213,19 @@ def _mentions_match_refuse(path: Path, cases: Sequence[ExplanationCase]) -> Iter
             )
 
 
-def _mentions_reachable(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
-    """Each term occurs as whole words (with the scorer's variant matching) in the interests or the item."""
+def _mentions_in_interests(path: Path, cases: Sequence[ExplanationCase]) -> Iterator[str]:
+    """Each term names the shared topic as the reader does: it occurs in the interests (whole words, with the
+    scorer's variant matching), or every word of it is another form of an interests word (calibration/calibrated).
+
+    A word only the item uses would let an answer that echoes the title earn the topic credit.
+    """
     for case in cases:
-        text = "\n".join((case.interests, case.title, case.summary))
-        for index, word in enumerate(case.must_mention_any):
-            if not mentions(text, word):
+        for index, word in enumerate([] if case.refuse else case.must_mention_any):
+            if not mentions_a_form(case.interests, word):
                 yield (
-                    f"{path}: case {case.id}: field 'must_mention_any.{index}': {word!r} "
-                    "appears in neither interests, title nor summary as whole words; use the words they use"
+                    f"{path}: case {case.id}: field 'must_mention_any.{index}': {word!r} does not occur in the "
+                    "interests; list the shared topic in the reader's own words (or another form of them), "
+                    "not the item's"
                 )
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-__all__ = ["STOPWORDS", "canonical", "content_words", "mentions", "words"]
+__all__ = ["STOPWORDS", "canonical", "content_words", "mentions", "mentions_a_form", "own_words", "same_root", "words"]
 
 _WORD = re.compile(r"[^\W_]+")
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -93,11 +93,50 @@ def words(text: str) -> list[str]:
     return [canonical(word) for word in _lower_words(text)]
 
 
+def _says_something(word: str) -> bool:
+    return len(word) > 1 and not word.isdigit() and word not in STOPWORDS
+
+
 def content_words(text: str) -> set[str]:
     """The canonical words of `text` that say something: no stop words, no single letters, no bare numbers."""
-    return {
-        canonical(word) for word in _lower_words(text) if len(word) > 1 and not word.isdigit() and word not in STOPWORDS
-    }
+    return {canonical(word) for word in _lower_words(text) if _says_something(word)}
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _runs(text: str, length: int) -> frozenset[tuple[str, ...]]:
+    """Cached: a case's title, summary and interests are the same for every sample scored against it."""
+    said = [canonical(word) for word in _lower_words(text) if _says_something(word)]
+    return frozenset(tuple(said[start : start + length]) for start in range(len(said) - length + 1))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _copies(sources: tuple[str, ...], exempt: str, run: int) -> frozenset[tuple[str, ...]]:
+    return frozenset().union(*(_runs(source, run) for source in sources)) - _runs(exempt, run)
+
+
+def own_words(text: str, sources: Sequence[str], exempt: str, run: int = 3) -> list[str]:
+    """The stretches of `text` that are not copied from `sources`, each as one string of lower-case words.
+
+    A copy is `run` or more consecutive content words (stop words between them are skipped, on
+    both sides) that also follow one another in a source, unless they do in `exempt` too; the
+    stop words inside a copy belong to it. "You: <the title>" has no words of its own but "You".
+    """
+    raw = _lower_words(text)
+    positions = [index for index, word in enumerate(raw) if _says_something(word)]
+    said = [canonical(raw[index]) for index in positions]
+    copies = _copies(tuple(sources), exempt, run)
+    copied = [False] * len(raw)
+    for start in range(len(said) - run + 1):
+        if tuple(said[start : start + run]) in copies:
+            for index in range(positions[start], positions[start + run - 1] + 1):
+                copied[index] = True
+    stretches: list[list[str]] = [[]]
+    for word, taken in zip(raw, copied, strict=True):
+        if taken:
+            stretches.append([])
+        else:
+            stretches[-1].append(word)
+    return [" ".join(stretch) for stretch in stretches if stretch]
 
 
 def mentions(text: str, term: str) -> bool:
@@ -109,6 +148,28 @@ def mentions(text: str, term: str) -> bool:
     have = words(text)
     longest = len(wanted) + _MAX_JOIN
     return any(joined == "".join(window) for window in _windows(have, longest) if joined.startswith(window[0]))
+
+
+def same_root(first: str, second: str) -> bool:
+    """Whether two canonical words look like forms of one word: a shared stem of five letters or more with
+    short endings (calibrated/calibration, evaluate/evaluation), or the whole of a four-letter-or-longer
+    word with a short ending (twin/twinning, clinic/clinical). A heuristic for corpus-check, not for scoring."""
+    if first == second:
+        return True
+    short, long = sorted((first, second), key=len)
+    shared = next((index for index, (a, b) in enumerate(zip(short, long, strict=False)) if a != b), len(short))
+    if shared == len(short) >= 4:
+        return len(long) - shared <= 5
+    return shared >= 5 and len(short) - shared <= 5 and len(long) - shared <= 5
+
+
+def mentions_a_form(text: str, term: str) -> bool:
+    """Whether every word of `term` occurs in `text` in some form (`same_root`); the term as a whole always does."""
+    if mentions(text, term):
+        return True
+    have = set(words(text))
+    wanted = words(term)
+    return bool(wanted) and all(any(same_root(word, other) for other in have) for word in wanted)
 
 
 def _windows(items: list[str], longest: int) -> Iterable[list[str]]:

@@ -112,7 +112,6 @@ def execute(
 def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[Planned], record_git: bool) -> Manifest:
     schema = spec.task.schema
     first = [p.messages for p in planned if p.sample == 0]
-    tag_path, tag_sha = provenance.tag_prompt_ref()
     commit, dirty = provenance.git_state() if record_git else (None, None)
     prompts = provenance.system_prompts(first)
     return Manifest(
@@ -131,8 +130,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
         provenance=Provenance(
             prompt_fingerprint=provenance.prompt_fingerprint([(m, schema) for m in first]),
             system_prompts=list(prompts),
-            tag_prompt_path=tag_path if spec.task.name == "tagging" else None,
-            tag_prompt_sha256=tag_sha if spec.task.name == "tagging" else None,
+            **spec.task.provenance(),
             scorer_fingerprint=provenance.scorer_fingerprint(spec.task.score_one),
             git_commit=commit,
             git_dirty=dirty,

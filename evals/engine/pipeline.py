@@ -1,13 +1,10 @@
-"""The pipeline shared by the three tasks: plan, generate (cached), score, report.
+"""The pipeline shared by every task: plan, generate (cached), score.
 
-A `Task` binds one task's case model, renderer, output schema and `score_one`; the
-loop itself is written once here. Generation renders every case through the task's
-production renderer, looks each sample up by its request key and calls the model
-only on a miss. Scoring reads the cache and never the network.
-
-Over 300 lines because the task binding, the planner, the cached chat, the generate
-stage and the score stage are one data flow (Planned -> Entry -> CaseResult ->
-EvalResult): split across modules, each would import the others' types.
+A `Task` (evals/engine/task.py) binds one task's case model, renderer, output schema
+and `score_one`; the loop itself is written once here. Generation renders every case
+through the task's production renderer, looks each sample up by its request key and
+calls the model only on a miss (evals/engine/chat.py). Scoring reads the cache and
+never the network.
 """
 
 from __future__ import annotations
@@ -17,22 +14,26 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
-from attest.answers import schema_of
-from attest.backends.types import Backend, ChatResponse, Message
-from attest.errors import AttestError
+from attest.backends.types import Message
 from evals.corpus.cases import AnyCase
 from evals.corpus.read import read_cases, split_sha256
 from evals.engine.bounded import run_bounded
-from evals.store.keys import Entry, Identity, request_key, request_seed, this_worker
-from evals.store.protocols import Answers
+from evals.engine.chat import (
+    AnswerCache,
+    CachedChat,
+    CacheOnlyChat,
+    MemoryCache,
+    MissingSampleError,
+    SampleChat,
+    unsampled,
+)
+from evals.engine.task import Task
+from evals.store.keys import Identity, request_key
 
 __all__ = [
     "AnswerCache",
@@ -56,34 +57,6 @@ __all__ = [
 ]
 
 C = TypeVar("C", bound=AnyCase)
-ScoreOne = Callable[[Any, str], dict[str, Any]]
-
-
-class SampleChat(Protocol):
-    """A chat call that also knows which sample of a repeated request it answers."""
-
-    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse: ...
-
-
-class MissingSampleError(AttestError):
-    """The score stage needed a sample that is not in the cache."""
-
-
-@dataclass(frozen=True)
-class Task(Generic[C]):
-    """One task's bindings: everything in which the three tasks differ."""
-
-    name: str
-    case_model: type[C]
-    output_model: type[BaseModel]
-    corpus: Path
-    render: Callable[[C], list[Message]]
-    score_one: Callable[[C, str], dict[str, Any]]
-    summarise: Callable[[Sequence[C], Sequence[dict[str, Any]]], dict[str, Any]] = lambda cases, results: {}
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        return schema_of(self.output_model)
 
 
 def load_cases(task: Task[C], path: Path | None = None, split: str | None = None) -> list[C]:
@@ -133,123 +106,6 @@ class GenerateStats:
     warnings: list[str] = field(default_factory=list)
     workers: dict[str, int] = field(default_factory=dict)  # samples of this run each worker produced
     servers: dict[str, int] = field(default_factory=dict)  # ... and each model server
-
-
-AnswerCache = Answers  # what the pipeline needs of a store: evals.store.protocols.Answers
-
-
-class MemoryCache:
-    """An AnswerCache in a dict: for in-process evaluation (`evaluate`) and tests."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, Entry] = {}
-        self.warnings: list[str] = []
-
-    def get(self, key: str) -> Entry | None:
-        return self.entries.get(key)
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]:
-        return {key: self.entries.get(key) for key in keys}
-
-    def put(self, key: str, entry: Entry) -> None:
-        self.entries[key] = entry
-
-    @contextmanager
-    def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
-        yield key not in self.entries
-
-
-class CachedChat:
-    """A SampleChat that answers from the cache and asks the model only on a miss.
-
-    `ask` is what a miss calls: a backend (through `from_backend`) or any SampleChat,
-    such as a test's fake; the sample index is passed on, so repeats can be sampled.
-    """
-
-    def __init__(self, ask: SampleChat, cache: AnswerCache, identity: Identity, *, server: str = "") -> None:
-        self.ask = ask
-        self.cache = cache
-        self.identity = identity
-        self.calls = 0
-        self.worker = this_worker()
-        self.server = server  # the model server's URL without credentials, recorded with each answer
-
-    @classmethod
-    def from_backend(cls, backend: Backend, cache: AnswerCache, identity: Identity | None = None) -> CachedChat:
-        server = getattr(backend, "host", None) or getattr(backend, "base_url", None) or getattr(backend, "kind", "")
-        return cls(_backend_ask(backend), cache, identity or Identity.of(backend), server=str(server))
-
-    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema, sample)[0]
-
-    def fetch(
-        self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int = 0
-    ) -> tuple[Entry, bool]:
-        """The entry for `key` and whether it was a hit; a miss calls the model and stores the answer."""
-        found = self.try_fetch(key, messages, schema, sample, wait=True)
-        assert found is not None  # waiting never yields "held"
-        return found
-
-    def try_fetch(
-        self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int = 0, *, wait: bool
-    ) -> tuple[Entry, bool] | None:
-        """`fetch`, or with `wait=False` None at once when another live run holds the sample's lease."""
-        entry = self.cache.get(key)
-        if entry is not None:
-            return entry, True
-        with self.cache.lease(key, wait=wait) as mine:
-            if mine is None:
-                return None
-            if not mine:
-                found = self.cache.get(key)
-                if found is not None:
-                    return found, True
-            self.calls += 1
-            response = self.ask(messages, schema, sample)
-            who = {"worker": self.worker, "server": self.server}
-            stored = response if isinstance(response, Entry) else Entry.of(response, **who)
-            self.cache.put(key, stored)
-            return stored, False
-
-
-def _backend_ask(backend: Backend) -> SampleChat:
-    """Each request is sent with `request_seed`: repeats of a case differ, and so do cases.
-
-    Everything the seed is made of (the base seed in the options, the rendered request,
-    the sample index) is in the key, so the seed each answer was drawn with is fixed by it.
-    """
-
-    def ask(messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        seed = request_seed(backend.options, messages, schema, sample)
-        if seed is None:
-            return backend.chat_json(messages, schema)
-        return backend.chat_json(messages, schema, seed=seed)
-
-    return ask
-
-
-class CacheOnlyChat:
-    """A SampleChat for the score stage: answers from the cache, raises on any miss."""
-
-    def __init__(self, cache: AnswerCache, identity: Identity) -> None:
-        self.cache = cache
-        self.identity = identity
-
-    def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        key = request_key(self.identity, messages, schema, sample)
-        entry = self.cache.get(key)
-        if entry is None:
-            raise MissingSampleError(f"sample {key[:12]} is not in the cache: run the generate stage first")
-        return entry
-
-
-def unsampled(chat_json: Callable[[Sequence[Message], Mapping[str, Any]], ChatResponse]) -> SampleChat:
-    """Adapt a plain chat_json (a backend, a fake) to a SampleChat; the sample index is ignored."""
-
-    def call(messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        return chat_json(messages, schema)
-
-    return call
 
 
 Progress = Callable[[GenerateStats], None]

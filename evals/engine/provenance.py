@@ -1,5 +1,11 @@
 """What a run records about its inputs: prompt and scorer fingerprints, the tagging
-prompt artifact, the git commit, and the corpus path relative to the project root."""
+prompt artifact, the git commit, and the corpus path relative to the project root.
+
+The project root is the checkout this module sits in (evals/ beside a pyproject.toml).
+Installed from a wheel there is no checkout: the commit is recorded as unknown (None),
+not taken from whatever repository the working directory is in, and corpus paths are
+recorded relative to the working directory when inside it, else absolute.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +21,12 @@ from attest import __version__, answers
 from evals.store.cache import canonical_json
 
 __all__ = [
+    "CHECKOUT",
     "PROJECT_ROOT",
     "case_sha256",
     "corpus_ref",
     "git_state",
+    "project_root",
     "prompt_fingerprint",
     "resolve_corpus",
     "scorer_fingerprint",
@@ -28,7 +36,14 @@ __all__ = [
     "version",
 ]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_HERE = Path(__file__).resolve().parents[2]
+CHECKOUT: Path | None = _HERE if (_HERE / "pyproject.toml").is_file() and (_HERE / "evals").is_dir() else None
+PROJECT_ROOT = CHECKOUT  # None when installed: see project_root()
+
+
+def project_root() -> Path:
+    """The checkout, or (installed) the working directory: what recorded relative paths are relative to."""
+    return CHECKOUT if CHECKOUT is not None else Path.cwd()
 # What every scorer runs besides its own module: the shared helpers and the answer parser.
 _SHARED_SCORING = (
     Path(__file__).with_name("scoring.py"),
@@ -94,8 +109,12 @@ def tag_prompt_ref(environ: Mapping[str, str] = os.environ) -> tuple[str | None,
         return path, None  # the renderer reports the unreadable file; this only records it
 
 
-def git_state(root: Path = PROJECT_ROOT) -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the checkout at `root`; (None, None) outside one or without git."""
+def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the checkout at `root` (default: this one); (None, None) outside one, without git, or
+    installed from a wheel, whatever repository the working directory is in."""
+    root = root or CHECKOUT
+    if root is None:
+        return None, None
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
@@ -112,19 +131,19 @@ def git_state(root: Path = PROJECT_ROOT) -> tuple[str | None, bool | None]:
     return head or None, bool(status.strip())
 
 
-def corpus_ref(path: Path, root: Path = PROJECT_ROOT) -> str:
-    """The corpus path as recorded: relative to the project root when it lies inside it."""
+def corpus_ref(path: Path, root: Path | None = None) -> str:
+    """The corpus path as recorded: relative to the project root (`project_root()`) when it lies inside it."""
     resolved = path.resolve()
     try:
-        return resolved.relative_to(root).as_posix()
+        return resolved.relative_to((root or project_root()).resolve()).as_posix()
     except ValueError:
         return str(resolved)
 
 
-def resolve_corpus(recorded: str, root: Path = PROJECT_ROOT) -> Path:
-    """A recorded corpus path read back against the current checkout."""
+def resolve_corpus(recorded: str, root: Path | None = None) -> Path:
+    """A recorded corpus path read back against the current checkout (`project_root()`)."""
     path = Path(recorded)
-    return path if path.is_absolute() else root / path
+    return path if path.is_absolute() else (root or project_root()) / path
 
 
 def version() -> str:

@@ -1,4 +1,9 @@
-"""A comparison as plain JSON-serialisable data, every case listed."""
+"""A comparison as plain JSON-serialisable data, every case listed.
+
+Every string from a server, a manifest or an answer is escaped as the text output
+escapes it (`attest.text.printable`, newlines kept): no control or bidi character
+reaches a terminal or a log through the JSON either.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from attest.text import printable
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison
 from evals.analysis.stats import Estimate
 
@@ -13,16 +19,18 @@ __all__ = ["to_json"]
 
 
 def _plain(value: object) -> Any:
-    """A JSON-serialisable copy: non-finite floats become None, unknown objects their str()."""
-    if value is None or isinstance(value, bool | int | str):
+    """A JSON-serialisable copy: non-finite floats become None, unknown objects their str(), strings printable."""
+    if value is None or isinstance(value, bool | int):
         return value
+    if isinstance(value, str):
+        return printable(value, multiline=True)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {printable(str(k)): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
-    return str(value)
+    return printable(str(value), multiline=True)
 
 
 def _estimate_json(e: Estimate) -> dict[str, Any]:
@@ -46,9 +54,14 @@ def to_json(x: Comparison) -> dict[str, Any]:
             "candidate": {"run": x.cand_run, **_estimate_json(x.cand)},
             "difference": _estimate_json(p.difference),
             "p_value": p.p_value,
+            "p_ship": p.p_ship(x.margin),
+            "p_regress": p.p_regress(),
             "test": p.test,
             "margin": x.margin,
             "verdict": x.verdict,
+            "measured_verdict": x.measured,
+            "withheld": x.withheld or None,
+            "confounded": list(x.confounded),
             "exit_code": EXIT_CODES[x.verdict],
             "holm": None if x.holm_p is None else {"adjusted_p": x.holm_p, "comparisons": x.family_size},
             "counts": {"improved": p.improved, "regressed": p.regressed, "unchanged": p.unchanged},
@@ -64,6 +77,7 @@ def to_json(x: Comparison) -> dict[str, Any]:
                 "spread_name": d.spread_name,
             },
             "what_changed": [{"key": c.key, "baseline": c.base, "candidate": c.cand} for c in x.what_changed],
+            "prompt_diff": list(x.prompt_diff),
             "only_baseline": list(x.only_base),
             "only_candidate": list(x.only_cand),
         }

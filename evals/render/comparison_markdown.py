@@ -2,27 +2,33 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 
-from evals.analysis.comparison import Comparison
+from attest.text import printable
+from evals.analysis.comparison import CaseChange, Comparison
 from evals.render.comparison_words import (
     ANSWER_MD,
     SHORT,
     advice,
     cut,
+    difference,
+    differs_head,
     holm_note,
-    ids,
+    key_words,
     only,
     pct,
     reason,
     score,
     side_by_side,
+    value_text,
 )
 
 __all__ = ["MARKDOWN_LIMIT", "to_markdown"]
 
 MARKDOWN_LIMIT = 60_000  # a PR comment's size; GitHub refuses 65,536 and more
+VALUE_MD = 400  # a provenance value longer than this (none a run records is) is cut between words
 
 
 def to_markdown(comparisons: Comparison | Sequence[Comparison], *, limit: int = MARKDOWN_LIMIT) -> str:
@@ -39,12 +45,30 @@ def to_markdown(comparisons: Comparison | Sequence[Comparison], *, limit: int = 
     return text[: limit - 100] + f"\n\n(cut here: the comment would pass {limit:,} characters)\n"
 
 
-def _cell(value: object, limit: int = SHORT) -> str:
-    return cut(value, limit).replace("|", "\\|")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 
 
-def _code(text: str) -> str:
-    return "`" + text.replace("`", "'") + "`"
+def text_md(value: object, limit: int | None = SHORT) -> str:
+    """Untrusted text as inert markdown on one line: controls shown as escapes, `<>&` as HTML
+    entities, every markdown punctuation backslash-escaped, line breaks folded into spaces."""
+    text = printable(" ".join(str(value).split()))
+    if limit is not None:
+        text = cut(text, limit)
+    return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", text), quote=False)
+
+
+_cell = text_md
+
+
+def _code(value: object, limit: int = 80) -> str:
+    """Untrusted text as a code span: one line, no backtick to close it early, no `|` to split a table cell."""
+    text = cut(printable(" ".join(str(value).split())), limit).replace("`", "'").replace("|", "\\|")
+    return f"`{text}`"
+
+
+def _ids(changes: Sequence[CaseChange], limit: int) -> str:
+    shown = [f"{_code(c.case_id, 60)} ({score(c.base)} -> {score(c.cand)})" for c in changes[:limit]]
+    return ", ".join(shown) + (f", and {len(changes) - limit} more" if len(changes) > limit else "")
 
 
 def _markdown_one(x: Comparison, budget: int) -> str:
@@ -53,33 +77,53 @@ def _markdown_one(x: Comparison, budget: int) -> str:
     # about a third of the budget at most for lists and tables, the rest for answers side by side
     listed, rows, keys = max(5, budget // 1200), max(5, budget // 1500), max(5, budget // 2000)
     parts = [
-        f"### {x.task}: **{x.verdict}** "
-        f"(candidate {_code(cut(x.cand_run, 80))} vs baseline {_code(cut(x.base_run, 80))})",
+        f"### {_cell(x.task, 80)}: **{x.verdict}** (candidate {_code(x.cand_run)} vs baseline {_code(x.base_run)})",
         "",
+        *_differs(x, keys, budget),
         "| | mean [interval] n |\n|---|---|",
         f"| baseline | {x.base.format()} |\n| candidate | {x.cand.format()} |",
-        f"| difference | {p.difference.format(signed=True)} ({pct(p.interval.level)}) |",
+        f"| difference | {difference(x)} ({pct(p.interval.level)}) |",
         "",
-        f"{reason(x).capitalize()}. p = {p.p_value:.2g} ({p.test}); margin {x.margin:.2f}. "
+        f"{reason(x).capitalize()}. p = {p.p_value:.2g} ({p.test}); margin {x.margin:g}. "
         f"{p.improved} improved, {p.regressed} regressed, {p.unchanged} unchanged over {x.n} paired cases"
         + (f" (not compared: {only(x)})." if x.only_base or x.only_cand else "."),
     ]
     parts += [f"{note}." for note in (holm_note(x), advice(x).capitalize()) if note]
     parts.append(f"Minimum detectable effect: {x.detectable.format()}.")
     if x.regressed:
-        parts.append(f"**Regressed ({len(x.regressed)}):** {ids(x.regressed, listed, '`')}")
+        parts.append(f"**Regressed ({len(x.regressed)}):** {_ids(x.regressed, listed)}")
     if x.improved:
-        parts.append(f"**Improved ({len(x.improved)}):** {ids(x.improved, listed, '`')}")
+        parts.append(f"**Improved ({len(x.improved)}):** {_ids(x.improved, listed)}")
     parts.append(_markdown_families(x, rows))
-    if x.what_changed:
-        table = "".join(
-            f"| {_cell(c.key, 60)} | {_cell(c.base, 80)} | {_cell(c.cand, 80)} |\n" for c in x.what_changed[:keys]
-        )
-        more = f"\n{len(x.what_changed) - keys} more keys differ.\n" if len(x.what_changed) > keys else ""
-        head = "<details><summary>What changed</summary>\n\n| | baseline | candidate |\n|---|---|---|\n"
-        parts.append(f"{head}{table}{more}\n</details>")
     text = "\n".join(parts)
     return text + _markdown_answers(x, budget - len(text))
+
+
+def _differs(x: Comparison, rows: int, budget: int) -> list[str]:
+    """The opening: every recorded difference (values whole up to `VALUE_MD`, cut between words), the prompt diff."""
+    lines = [f"**What differs:** {differs_head(x)}", ""]
+    if x.what_changed:
+        lines += ["| | baseline | candidate |", "|---|---|---|"]
+        lines += [
+            f"| {_cell(key_words(c.key), 60)} | {_cell(_whole(c.base), None)} | {_cell(_whole(c.cand), None)} |"
+            for c in x.what_changed[:rows]
+        ]
+        if len(x.what_changed) > rows:
+            lines.append(f"\n{len(x.what_changed) - rows} more keys differ.")
+        lines.append("")
+    if x.prompt_diff:
+        diff = _fenced("\n".join(x.prompt_diff), max(ANSWER_MD, budget // 4))
+        lines += ["<details><summary>System prompts, line by line</summary>", "", diff, "", "</details>", ""]
+    return lines
+
+
+def _whole(value: object) -> str:
+    """A provenance value whole, or (past `VALUE_MD` characters) cut at the last space before it."""
+    text = value_text(value)
+    if len(text) <= VALUE_MD:
+        return text
+    head = text[:VALUE_MD]
+    return (head.rsplit(" ", 1)[0] if " " in head else head) + " …"
 
 
 def _markdown_families(x: Comparison, rows: int) -> str:
@@ -88,8 +132,10 @@ def _markdown_families(x: Comparison, rows: int) -> str:
     return f"<details><summary>By family</summary>\n\n| family | difference n |\n|---|---|\n{table}{more}\n</details>"
 
 
-def _fenced(text: str) -> str:
-    text = text[:ANSWER_MD] + ("…" if len(text) > ANSWER_MD else "")
+def _fenced(text: str, limit: int | None = ANSWER_MD) -> str:
+    if limit is not None:
+        text = text[:limit] + ("…" if len(text) > limit else "")
+    text = printable(text, multiline=True)
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", text)), default=0))
     return f"{fence}\n{text}\n{fence}"
 
@@ -103,7 +149,7 @@ def _markdown_answers(x: Comparison, room: int) -> str:
     used = len(head) + len(tail) + 120
     for c in shown:
         block = (
-            f"\n{_code(cut(c.case_id, 80))} [{_cell(c.family, 40)}] {score(c.base)} → {score(c.cand)}\n\n"
+            f"\n{_code(c.case_id)} [{_cell(c.family, 40)}] {score(c.base)} → {score(c.cand)}\n\n"
             f"baseline:\n{_fenced(c.base_answer)}\n\ncandidate:\n{_fenced(c.cand_answer)}\n"
         )
         if used + len(block) > room:

@@ -9,6 +9,8 @@ from evals.render.comparison_words import (
     advice,
     change_text,
     cut,
+    difference,
+    differs_head,
     holm_note,
     ids,
     only,
@@ -24,14 +26,13 @@ __all__ = ["to_text"]
 def to_text(x: Comparison) -> str:
     """The comparison for a terminal: figures, verdict, changed cases, families, provenance, answers."""
     p = x.paired
-    lines = [f"{x.task}: candidate {x.cand_run} vs baseline {x.base_run}, {x.n} cases paired"]
+    lines = [f"{x.task}: candidate {x.cand_run} vs baseline {x.base_run}, {x.n} cases paired", *_differs(x)]
     if x.only_base or x.only_cand:
         lines.append(f"  not compared: {only(x)}")
     lines += [
         f"baseline    {x.base.format()}",
         f"candidate   {x.cand.format()}",
-        f"difference  {p.difference.format(signed=True)}  ({pct(p.interval.level)} interval); "
-        f"p = {p.p_value:.2g} ({p.test})",
+        f"difference  {difference(x)}  ({pct(p.interval.level)} interval); p = {p.p_value:.2g} ({p.test})",
         f"verdict     {x.verdict.upper()}: {reason(x)}",
     ]
     lines += [f"            {note}" for note in (holm_note(x), advice(x)) if note]
@@ -43,7 +44,6 @@ def to_text(x: Comparison) -> str:
     lines.append("by family")
     lines += [f"  {row.family:<14} {row.difference.format(signed=True)}" for row in x.families]
     lines.append(f"detectable  {x.detectable.format()}")
-    lines.append("changed     " + ("; ".join(change_text(c) for c in x.what_changed) or "nothing recorded differs"))
     shown = side_by_side(x)
     if shown:
         lines.append(f"side by side ({len(shown)} of {len(x.regressed) + len(x.improved)} changed cases, losses first)")
@@ -54,3 +54,13 @@ def to_text(x: Comparison) -> str:
                 f"    candidate: {cut(c.cand_answer, SHORT)}",
             ]
     return "\n".join(lines) + "\n"
+
+
+def _differs(x: Comparison) -> list[str]:
+    """The opening: every recorded difference in full, then the system prompts' line diff."""
+    lines = [f"differs     {differs_head(x)}"]
+    lines += [f"  {change_text(c)}" for c in x.what_changed]
+    if x.prompt_diff:
+        lines.append("  system prompts, line by line:")
+        lines += [f"    {line}" for line in x.prompt_diff]
+    return lines

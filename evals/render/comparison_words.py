@@ -6,6 +6,18 @@ import math
 from collections.abc import Sequence
 
 from evals.analysis.comparison import CaseChange, Change, Comparison
+from evals.analysis.paired import verdict_decimals
+
+# provenance keys in words, as the opening of a comparison lists them
+KEY_WORDS = {
+    "prompt_fingerprint": "prompt (every request)",
+    "system_prompts": "system prompts",
+    "tag_prompt_sha256": "tag prompt file",
+    "scorer_fingerprint": "scorer",
+    "git_commit": "commit",
+    "corpus_sha256": "corpus sha256",
+    "attest_version": "attest version",
+}
 
 TEXT_LIST = 20  # case ids listed per line in text before "and N more"
 SHORT = 120  # provenance values and one-line answers are cut here in text
@@ -31,19 +43,35 @@ def score(x: float) -> str:
 
 def reason(x: Comparison) -> str:
     low, high = x.paired.interval.low, x.paired.interval.high
+    if x.withheld:
+        alone = "" if x.measured == "inconclusive" else f" (the interval alone would say {x.measured})"
+        return x.withheld + alone
     if x.verdict == "ship":
-        return f"the whole interval is above the margin {x.margin:.2f}"
+        return f"the whole interval is above the margin {x.margin:g}"
     if x.verdict == "regress":
         return "the whole interval is below 0"
     if low > 0:
-        return f"the interval is above 0 but not wholly above the margin {x.margin:.2f}"
+        return f"the interval is above 0 but not wholly above the margin {x.margin:g}"
     held = "both losses and gains" if high > 0 and low < 0 else "0"
     return f"the interval holds {held}"
 
 
+def difference(x: Comparison) -> str:
+    """The paired difference, printed with enough decimals that its bounds say what the verdict says."""
+    p = x.paired
+    return p.difference.format(signed=True, decimals=verdict_decimals(p.interval, x.margin))
+
+
 def advice(x: Comparison) -> str:
-    if x.verdict != "inconclusive":
+    if x.verdict != "inconclusive" or x.withheld:
         return ""
+    if x.paired.improved == x.paired.regressed == 0:
+        if not x.what_changed:
+            return "nothing recorded differs and no case changed score: this is one measurement taken twice"
+        return (
+            "no case changed score, so more cases of the same kind will not decide it: "
+            "check that the change reached the candidate run (what differs, above)"
+        )
     mde = x.detectable.effect
     reach = "" if math.isinf(mde) else f" a true difference under {mde:.2f} usually reads inconclusive at n={x.n};"
     return f"to decide:{reach} add cases, add repeats, or try a bigger change"
@@ -67,4 +95,28 @@ def side_by_side(x: Comparison) -> list[CaseChange]:
 
 
 def change_text(c: Change) -> str:
-    return f"{c.key}: {cut(c.base, 40)} -> {cut(c.cand, 40)}"
+    return f"{key_words(c.key)}: {value_text(c.base)} -> {value_text(c.cand)}"
+
+
+def key_words(key: str) -> str:
+    return KEY_WORDS.get(key, key.replace("_", " "))
+
+
+def value_text(value: object) -> str:
+    """A provenance value in full, on one line: None as (none), an empty string as \"\"."""
+    if value is None:
+        return "(none)"
+    text = " ".join(str(value).split())
+    return text or '""'
+
+
+def differs_head(x: Comparison) -> str:
+    """The opening's first words: what kinds of change differ, and whether that confounds the pair."""
+    if not x.what_changed:
+        return "nothing recorded differs between the runs"
+    if x.confounded:
+        accepted = ", accepted with --accept-mixed" if not x.withheld else ""
+        return f"confounded: {', '.join(x.confounded)} differ{accepted}"
+    if x.kinds:
+        return f"the {x.kinds[0]} only (of prompt, model, options), {len(x.what_changed)} recorded value(s)"
+    return f"neither prompt, model nor options; {len(x.what_changed)} recorded value(s)"

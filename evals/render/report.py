@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.metadata
+import inspect
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +40,10 @@ FLAKY_SHOWN = 10
 REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
 _CODE = [
     Path(__file__),
-    *(Path(__file__).parent.parent / "analysis" / name for name in ("uncertainty.py", "baselines.py", "stats.py")),
+    *(
+        Path(__file__).parent.parent / "analysis" / name
+        for name in ("uncertainty.py", "baselines.py", "stats.py", "paired.py", "power.py")
+    ),
     Path(attest.backends.stub.__file__),
 ]
 
@@ -65,7 +69,7 @@ def _compute(outcome: RunOutcome) -> dict[str, Any]:
     spec = outcome.spec
     assert spec is not None
     found = baselines.baselines(spec.task, spec.cases)
-    return uncertainty.block(spec.task.name, spec.cases, outcome.result.results, found, spec.repeat)
+    return uncertainty.block(spec.task, spec.cases, outcome.result.results, found, spec.repeat)
 
 
 def inputs_sha256(outcome: RunOutcome) -> str:
@@ -74,7 +78,7 @@ def inputs_sha256(outcome: RunOutcome) -> str:
     if spec is None:
         raise ValueError("an outcome without its RunSpec has no uncertainty inputs")
     digest = hashlib.sha256()
-    for path in _CODE:
+    for path in [*_CODE, _strategies_source(spec.task)]:
         digest.update(path.read_bytes())
     inputs = {
         "task": spec.task.name,
@@ -87,6 +91,11 @@ def inputs_sha256(outcome: RunOutcome) -> str:
     }
     digest.update(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode())
     return digest.hexdigest()
+
+
+def _strategies_source(task: Any) -> Path:
+    """The file that defines the task's baseline strategies: changing them changes the block."""
+    return Path(inspect.getfile(task.strategies))
 
 
 def _reusable(store: Runs, outcome: RunOutcome, key: str) -> dict[str, Any] | None:

@@ -1,10 +1,15 @@
 """Which runs a store holds, newest first, and what `TASK@latest` / `TASK@previous` name.
 
-Shared by every command line that takes a run reference (`runs`, `compare`, `rescore`)."""
+Shared by every command line that takes a run reference (`runs`, `compare`, `rescore`).
+A reference can be narrowed with `,KEY=VALUE` pairs after it, each matched exactly:
+`reaction@latest,backend=local,model=llama3.2:1b,label=baseline` (keys: backend, model,
+label, split). `resolve` also says which newer matching runs it passed over because
+they are not complete."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +17,9 @@ from evals.store import run_index
 from evals.store.records import DirStore, ReportHead, RunError, RunStore
 from evals.store.run_index import Summary
 
-__all__ = ["RunRow", "list_runs", "resolve_ref"]
+__all__ = ["FILTER_KEYS", "Resolved", "RunRow", "list_runs", "parse_filter", "resolve", "resolve_ref"]
+
+FILTER_KEYS = ("backend", "model", "label", "split")
 
 
 @dataclass(frozen=True)
@@ -83,18 +90,70 @@ def _created(row: RunRow) -> tuple[float, str]:
         return 0.0, row.run_id
 
 
-def resolve_ref(store: RunStore, ref: str) -> str:
-    """A run id from an id or `TASK@latest` / `TASK@previous` (complete runs only)."""
-    if "@" not in ref:
+@dataclass(frozen=True)
+class Resolved:
+    """The run a reference names, and the newer matching runs passed over because they are not complete."""
+
+    run_id: str
+    skipped: tuple[str, ...] = ()  # "RUN_ID (status)", newest first
+
+    def note(self, ref: str) -> str:
+        """One line for stderr, or "" when nothing was skipped."""
+        if not self.skipped:
+            return ""
+        return (
+            f"{ref}: skipped {len(self.skipped)} newer run(s) that are not complete "
+            f"({', '.join(self.skipped)}); using {self.run_id}"
+        )
+
+
+def parse_filter(text: str, where: str = "filter") -> dict[str, str]:
+    """`backend=local,model=m` as {"backend": "local", "model": "m"}; an unknown key or no `=` is a RunError."""
+    found: dict[str, str] = {}
+    for item in filter(None, text.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or key.strip() not in FILTER_KEYS:
+            raise RunError(
+                f"{where} {text!r}: expected KEY=VALUE pairs separated by commas, KEY one of {', '.join(FILTER_KEYS)}"
+            )
+        found[key.strip()] = value
+    return found
+
+
+def resolve(store: RunStore, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
+    """The run an id or `TASK@latest[,KEY=VALUE...]` / `TASK@previous[...]` names (complete runs only).
+
+    `where` narrows a `@` reference further (as the `,KEY=VALUE` pairs do); a plain run id
+    takes no filter.
+    """
+    head, _, narrowing = ref.partition(",")
+    wanted = {**parse_filter(narrowing, f"{ref!r}:"), **(where or {})}
+    if "@" not in head:
+        if wanted:
+            raise RunError(f"{ref!r}: a run id names one run; narrow TASK@latest or TASK@previous instead")
         if isinstance(store, DirStore):
-            store.run_dir(ref)
-        return ref
-    task, _, which = ref.partition("@")
+            store.run_dir(head)
+        return Resolved(head)
+    task, _, which = head.partition("@")
     if which not in ("latest", "previous"):
         raise RunError(f"{ref!r}: say TASK@latest or TASK@previous")
-    complete = [r.run_id for r in list_runs(store, task) if r.summary and r.summary.status == "complete"]
+    rows = [r for r in list_runs(store, task) if r.summary and _matches(r.summary, wanted)]
+    complete = [r.run_id for r in rows if r.summary and r.summary.status == "complete"]
     index = 0 if which == "latest" else 1
     if len(complete) <= index:
-        where = store.root if isinstance(store, DirStore) else getattr(store, "where", "the store")
-        raise RunError(f"{ref!r}: {task} has {len(complete)} complete run(s) in {where}")
-    return complete[index]
+        narrowed = "".join(f", {k}={v}" for k, v in wanted.items())
+        place = store.root if isinstance(store, DirStore) else getattr(store, "where", "the store")
+        raise RunError(f"{ref!r}: {task}{narrowed} has {len(complete)} complete run(s) in {place}")
+    chosen = complete[index]
+    newer = rows[: [r.run_id for r in rows].index(chosen)]
+    skipped = tuple(f"{r.run_id} ({r.summary.status})" for r in newer if r.summary and r.summary.status != "complete")
+    return Resolved(chosen, skipped)
+
+
+def _matches(summary: Summary, wanted: Mapping[str, str]) -> bool:
+    return all(str(getattr(summary, key)) == value for key, value in wanted.items())
+
+
+def resolve_ref(store: RunStore, ref: str) -> str:
+    """A run id from an id or `TASK@latest` / `TASK@previous` (complete runs only), narrowed as `resolve` says."""
+    return resolve(store, ref).run_id

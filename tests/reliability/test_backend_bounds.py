@@ -22,8 +22,8 @@ from attest.backends.retry import RetryPolicy
 from attest.backends.settings import DEFAULT_MAX_ANSWER_BYTES, Settings
 from attest.backends.types import BackendError
 from attest.errors import ConfigError
-from evals.reaction_eval import CORPUS
 from tests.reliability.fakeserver import ROOT, FakeServer, completion, reaction_command, script_env
+from tests.reliability.helpers import write_corpus
 
 CASES = 3
 CHUNK = 1 << 16
@@ -43,9 +43,7 @@ def _summary() -> Iterator[None]:
 
 
 def _corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.json"
-    path.write_text(json.dumps(json.loads(CORPUS.read_text(encoding="utf-8"))[:CASES]), encoding="utf-8")
-    return path
+    return write_corpus(tmp_path, slice(CASES))
 
 
 def _eval(tmp_path: Path, server: FakeServer, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:

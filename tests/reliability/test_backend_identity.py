@@ -23,9 +23,9 @@ import pytest
 from attest.backends.openai import OpenAIBackend
 from attest.backends.retry import RetryPolicy
 from attest.backends.types import BackendError
-from evals.reaction_eval import CORPUS
 from evals.store.cache import Identity
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_answer, reaction_command, script_env
+from tests.reliability.helpers import write_corpus
 
 CASES = 3
 _TOTALS = {"tried": 0, "survived": 0, "wrong_hits": 0, "extra_calls": 0}
@@ -41,9 +41,7 @@ def _summary() -> Iterator[None]:
 
 
 def _corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.json"
-    path.write_text(json.dumps(json.loads(CORPUS.read_text(encoding="utf-8"))[:CASES]), encoding="utf-8")
-    return path
+    return write_corpus(tmp_path, slice(CASES))
 
 
 def _eval(tmp_path: Path, server: FakeServer, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -25,8 +25,8 @@ import pytest
 from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.backends.types import BackendError
-from evals.reaction_eval import CORPUS
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_answer, reaction_command, script_env
+from tests.reliability.helpers import write_corpus
 
 CASES = 2
 _TOTALS = {"scenarios": 0, "runs": 0, "places_searched": 0, "leaks": 0}
@@ -42,10 +42,7 @@ def _summary() -> Iterator[None]:
 
 
 def _corpus(tmp_path: Path) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "corpus.json"
-    path.write_text(json.dumps(json.loads(CORPUS.read_text(encoding="utf-8"))[:CASES]), encoding="utf-8")
-    return path
+    return write_corpus(tmp_path, slice(CASES))
 
 
 def _eval(tmp_path: Path, url: str, *extra: str, **env: str) -> subprocess.CompletedProcess[bytes]:

@@ -23,10 +23,9 @@ from typing import Any
 
 import pytest
 
-from evals.cli.runner import main
-from evals.reaction_eval import CORPUS, TASK
 from evals.store.cache import ResponseCache
 from tests.reliability.fakeserver import FakeServer, reaction_answer
+from tests.reliability.helpers import corpus_cases, run_reaction
 
 # evals.cli.runner.main does not close its backend's HTTP client (a process exit does); run
 # in-process here, its sockets are closed by the garbage collector after each test.
@@ -50,7 +49,7 @@ def _answer(body: dict[str, Any]) -> str:
     return text
 
 
-_CASES: list[dict[str, Any]] = json.loads(CORPUS.read_text(encoding="utf-8"))[:6]
+_CASES = corpus_cases(slice(6))
 _BIG_TITLE = _CASES[-1]["title"]
 
 
@@ -65,10 +64,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeS
 
 
 def _run(cache_dir: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    argv = ["--backend", "openai", "--cache-dir", str(cache_dir), "--corpus", str(corpus), "--split", "all"]
-    code = main(TASK, [*argv, "--retries", "1", "--timeout", "5"])
-    err = capsys.readouterr().err
-    return code, [line for line in err.splitlines() if not line.startswith("reaction all: ")]
+    return run_reaction(cache_dir, corpus, capsys, "--retries", "1", "--timeout", "5")
 
 
 def _keys(cache_dir: Path) -> list[str]:

@@ -24,14 +24,13 @@ from typing import Any
 
 import pytest
 
-from evals.cli.runner import main
-from evals.reaction_eval import CORPUS, TASK
 from evals.store.cache import ResponseCache
 from tests.reliability.fakeserver import FakeServer
+from tests.reliability.helpers import corpus_cases, run_reaction
 
 pytestmark = pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning")
 
-_CASES: list[dict[str, Any]] = json.loads(CORPUS.read_text(encoding="utf-8"))[:4]
+_CASES = corpus_cases(slice(4))
 _PLANTED_SETTINGS = {
     "sqlite_synchronous": 0,
     "sqlite_journal_mode": "off",
@@ -53,10 +52,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeS
 
 
 def _run(cache_dir: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    argv = ["--backend", "openai", "--cache-dir", str(cache_dir), "--corpus", str(corpus), "--split", "all"]
-    code = main(TASK, [*argv, "--retries", "1", "--timeout", "5", "--concurrency", "1"])
-    err = capsys.readouterr().err
-    return code, [line for line in err.splitlines() if not line.startswith("reaction all: ")]
+    return run_reaction(cache_dir, corpus, capsys, "--retries", "1", "--timeout", "5", "--concurrency", "1")
 
 
 def _sql(cache_dir: Path, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

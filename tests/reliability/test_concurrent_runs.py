@@ -14,26 +14,20 @@ import subprocess
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from attest.backends.settings import Settings
 from evals.engine.pipeline import plan
-from evals.reaction_eval import CORPUS, TASK, load_cases
+from evals.reaction_eval import TASK, load_cases
 from evals.store.cache import Identity, ResponseCache
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_answer, reaction_command, script_env
+from tests.reliability.helpers import write_corpus
 
 # Slices of the reaction corpus: of cases 0-79, 20 are in three slices, 40 in two, 20 in one.
 SLICES = (slice(0, 40), slice(20, 60), slice(40, 80), slice(0, 80, 2))
 
 
 def _write_corpora(tmp_path: Path) -> list[Path]:
-    cases: list[dict[str, Any]] = json.loads(CORPUS.read_text(encoding="utf-8"))
-    paths = []
-    for n, part in enumerate(SLICES):
-        path = tmp_path / f"corpus-{n}.json"
-        path.write_text(json.dumps(cases[part], indent=1), encoding="utf-8")
-        paths.append(path)
-    return paths
+    return [write_corpus(tmp_path, part, f"corpus-{n}.json") for n, part in enumerate(SLICES)]
 
 
 def _expected(corpora: list[Path]) -> dict[str, str]:

@@ -32,6 +32,7 @@ from evals.engine.pipeline import plan
 from evals.reaction_eval import TASK, load_cases
 from evals.store.cache import Identity, ResponseCache
 from tests.reliability.fakeserver import ROOT, FakeServer, Recorded, reaction_answer, reaction_command, script_env
+from tests.reliability.helpers import PROGRESS
 
 KILLS = 20
 CONCURRENCY = 4  # the runner's default for the openai backend
@@ -183,7 +184,7 @@ def test_server_killed_mid_run_then_restarted(tmp_path: Path) -> None:
     server.wait(timeout=10)
     _, err = run.communicate(timeout=60)
     answered = _lines(log)
-    errors = [line for line in err.decode().splitlines() if not line.startswith("reaction all: ")]
+    errors = [line for line in err.decode().splitlines() if not line.startswith(PROGRESS)]
     assert run.returncode == 1 and len(errors) == 1, errors
     assert errors[0].startswith(f"reaction eval: error: cannot get an answer from the server at {url}/v1/chat/")
     assert "connection refused" in errors[0] and "ATTEST_OPENAI_BASE_URL" in errors[0]

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from evals.cli.runner import main
-from evals.reaction_eval import CORPUS, TASK
+from evals.reaction_eval import TASK
 from evals.store.cache import ResponseCache
 from tests.reliability.fakeserver import FakeServer
+from tests.reliability.helpers import corpus_cases
 
 # evals.cli.runner.main does not close its backend's HTTP client (a process exit does); run
 # in-process here, its sockets are closed by the garbage collector after each test.
@@ -56,7 +57,7 @@ OUTPUTS: dict[str, tuple[str, str]] = {
 
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeServer, Path, Path]]:
-    cases: list[dict[str, Any]] = json.loads(CORPUS.read_text(encoding="utf-8"))[: len(OUTPUTS)]
+    cases: list[dict[str, Any]] = corpus_cases(slice(len(OUTPUTS)))
     by_title = {case["title"]: OUTPUTS[name][0] for case, name in zip(cases, OUTPUTS, strict=True)}
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps(cases), encoding="utf-8")

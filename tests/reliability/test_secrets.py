@@ -11,19 +11,16 @@ the search would have found it had it leaked.
 
 from __future__ import annotations
 
-import json
 import secrets
 import subprocess
 from pathlib import Path
 
-from evals.reaction_eval import CORPUS
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_command, script_env
+from tests.reliability.helpers import write_corpus
 
 
 def _corpus(tmp_path: Path, part: slice) -> Path:
-    path = tmp_path / f"corpus-{part.start}-{part.stop}.json"
-    path.write_text(json.dumps(json.loads(CORPUS.read_text(encoding="utf-8"))[part]), encoding="utf-8")
-    return path
+    return write_corpus(tmp_path, part, f"corpus-{part.start}-{part.stop}.json")
 
 
 def _run(server: FakeServer, cache: Path, corpus: Path, key: str, *extra: str) -> subprocess.CompletedProcess[bytes]:

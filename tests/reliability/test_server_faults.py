@@ -19,17 +19,15 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.backends.types import Backend
-from evals.cli.runner import main
-from evals.reaction_eval import CORPUS, TASK
 from evals.store.cache import ResponseCache
 from tests.reliability.fakeserver import CHAT_PATH, FakeServer
+from tests.reliability.helpers import run_reaction, write_corpus
 
 RETRIES = 3
 TIMEOUT_S = 0.3
@@ -86,18 +84,12 @@ def _fast_backoff_backend(settings: Settings) -> Backend:
 
 
 def _corpus(tmp_path: Path) -> Path:
-    cases: list[dict[str, Any]] = json.loads(CORPUS.read_text(encoding="utf-8"))[:SAMPLES]
-    path = tmp_path / "corpus.json"
-    path.write_text(json.dumps(cases), encoding="utf-8")
-    return path
+    return write_corpus(tmp_path, slice(SAMPLES))
 
 
 def _run(cache_dir: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    argv = ["--backend", "openai", "--cache-dir", str(cache_dir), "--corpus", str(corpus), "--split", "all"]
-    argv += ["--retries", str(RETRIES), "--timeout", str(TIMEOUT_S), "--concurrency", "1"]
-    code = main(TASK, argv, backend_factory=_fast_backoff_backend)
-    err = capsys.readouterr().err
-    return code, [line for line in err.splitlines() if not line.startswith("reaction all: ")]
+    extra = ("--retries", str(RETRIES), "--timeout", str(TIMEOUT_S), "--concurrency", "1")
+    return run_reaction(cache_dir, corpus, capsys, *extra, backend_factory=_fast_backoff_backend)
 
 
 def _cached(cache_dir: Path) -> list[bool]:

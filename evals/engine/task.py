@@ -1,0 +1,117 @@
+"""A task's bindings: everything in which one task differs from another.
+
+The engine, the analysis, the renderers and the command lines read a task only
+through this record; nothing outside the task modules (evals/*_eval.py) and their
+registry (evals/tasks.py) names a task. A fourth task is one module that builds a
+`Task`, its corpus, and one `tasks.register` call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from attest.answers import schema_of
+from attest.backends.types import Message
+from evals.corpus.cases import AnyCase
+
+__all__ = ["CheckContext", "CorpusChecks", "IntervalMethod", "Strategy", "Task"]
+
+C = TypeVar("C", bound=AnyCase)
+# How a task's mean score gets its 95% interval, fixed per task (never chosen from one run's values):
+# "wilson" for scores that are 0 or 1 by construction, "bootstrap" (seeded BCa) for graded ones.
+IntervalMethod = Literal["wilson", "bootstrap"]
+
+
+@dataclass(frozen=True)
+class Strategy(Generic[C]):
+    """A cheap answer strategy, the kind a trivial baseline is made of: the raw answer text for each case."""
+
+    describe: str  # in prose, as the report prints it
+    answer: Callable[[C], str]
+
+    @classmethod
+    def constant(cls, text: str, describe: str) -> Strategy[Any]:
+        """The same answer text for every case."""
+        return cls(describe, lambda case: text)
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What corpus-check hands a task's rules besides its own corpus: the flows fixture directory."""
+
+    fixture: Path
+
+
+def _no_problems(path: Path, cases: Sequence[Any], context: CheckContext) -> Iterable[str]:
+    return ()
+
+
+def _no_targets(path: Path, cases: Sequence[Any]) -> Iterable[str]:
+    return ()
+
+
+def _no_classes(cases: Sequence[Any]) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class CorpusChecks(Generic[C]):
+    """What `corpus_check` runs on a task's corpus: its table's class columns, its rules and its growth targets."""
+
+    headers: tuple[str, ...] = ()
+    classes: Callable[[Sequence[C]], list[str]] = _no_classes
+    rules: Callable[[Path, Sequence[C], CheckContext], Iterable[str]] = _no_problems
+    targets: Callable[[Path, Sequence[C]], Iterable[str]] = _no_targets
+
+
+def _no_summary(cases: Sequence[Any], results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {}
+
+
+def _no_strategies(cases: Sequence[Any]) -> list[Strategy[Any]]:
+    return []
+
+
+def _no_provenance() -> Mapping[str, str | None]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Task(Generic[C]):
+    """One task's bindings.
+
+    - `render`, `output_model` (whose JSON schema is sent) and the pure `score_one`;
+    - `summarise`: the task's summary metrics over every scored sample;
+    - `strategies`: the cheap answer strategies a trivial baseline picks the best of,
+      built from the cases they are scored on;
+    - `interval`: how the mean score's interval is computed, one method per task;
+    - `verdict_metrics`: extra rows of the report's uncertainty block from the samples
+      (reaction's precision and recall), or None;
+    - `provenance`: extra fields of the run manifest's provenance (tagging's prompt artifact);
+    - `dspy_fields` and `to_dspy_example`: the task as DSPy sees it;
+    - `checks`: what corpus-check runs on the corpus.
+    """
+
+    name: str
+    case_model: type[C]
+    output_model: type[BaseModel]
+    corpus: Path
+    render: Callable[[C], list[Message]]
+    score_one: Callable[[C, str], dict[str, Any]]
+    summarise: Callable[[Sequence[C], Sequence[dict[str, Any]]], dict[str, Any]] = _no_summary
+    strategies: Callable[[Sequence[C]], list[Strategy[C]]] = _no_strategies
+    interval: IntervalMethod = "bootstrap"
+    verdict_metrics: Callable[[Sequence[C], Sequence[Any]], dict[str, Any]] | None = None
+    provenance: Callable[[], Mapping[str, str | None]] = _no_provenance
+    dspy_fields: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    to_dspy_example: Callable[[C], dict[str, Any]] | None = None
+    checks: CorpusChecks[C] = field(default_factory=CorpusChecks)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return schema_of(self.output_model)
