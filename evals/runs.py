@@ -4,15 +4,19 @@
   prompt fingerprint, score, age); `--task`, `--json`. Runs unchanged since the last
   listing come from `runs/.index.json` (evals/store/run_index.py), so 1,000 runs list at once.
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
-  answer text from the cache, its score and the scorer's errors.
+  answer text from the cache, its score and the scorer's errors; `--html FILE` writes the
+  run's page instead (one offline HTML file, evals/render/html.py; `-` for stdout).
 - `prune --incomplete | --older-than DAYS | --keep-last N`: removes run directories
   (a dry run unless `--yes`), never a run another process is writing.
 - `gc`: removes cache entries that no remaining run references (dry run unless `--yes`).
+
 - `push` / `pull` (with `--store URL` or ATTEST_STORE): copy answers and run records from the
   local cache to a team's store, or back; idempotent and resumable (evals/store/sync.py).
 
 With `--store URL` (or ATTEST_STORE), `list`, `show` read the team's store; `list` then
 also shows who made each run (user@host, git commit). `prune` and `gc` act on the local cache.
+
+RUN is a run id, or `TASK@latest` / `TASK@previous`.
 
 RUN is a run id, or `TASK@latest` / `TASK@previous`.
 """
@@ -30,13 +34,12 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.engine.execute import Prompts
 from evals.store.cache import ResponseCache
-from evals.store.open import open_store
+from evals.store.open import StoreAnswers, open_store
 from evals.store.records import Decision, DirStore, Manifest, Report, RunError, RunStore
 from evals.store.refs import RunRow, list_runs, resolve_ref
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
-from evals.store.sync import copy_answers, copy_runs
+from evals.store.sync import sync
 
 __all__ = ["main"]
 
@@ -88,35 +91,23 @@ def _author(author: Any) -> str:
     return f" {printable(f'{author.user}@{author.host}')[:24]:<24} {printable(author.git_commit or '-')[:8]:<8}"
 
 
-RECORDS: dict[str, type[Any]] = {
-    "manifest": Manifest,
-    "prompts": Prompts,
-    "report": Report,
-    "decision": Decision,
-    "rescore": Report,
-}
-
-
 def _sync(command: str, url: str | None, cache_dir: Any) -> int:
     """`push`: the local cache into the store; `pull`: the store into the local cache."""
+    from evals.engine.execute import Prompts  # here: the engine is heavy and `runs list` never needs it
+
     if url is None:
         raise AttestError(f"`runs {command}` needs a store: give --store URL or set ATTEST_STORE")
-    local, shared = open_store(None, cache_dir), open_store(url, cache_dir)
-    try:
-        source, target = (local, shared) if command == "push" else (shared, local)
-        answers = copy_answers(source.answers, target.answers)
-        runs = copy_runs(source.runs, target.runs, RECORDS)
-    finally:
-        shared.close()
-        local.close()
-    verb = "pushed to" if command == "push" else "pulled from"
-    print(
-        f"{verb} {shared.where}: {answers.copied} answers ({answers.skipped} already there), "
-        f"{runs.copied} run records ({runs.skipped} already there)"
-    )
-    skipped = answers.unreadable + runs.unreadable
-    if skipped:
-        print(f"warning: {skipped} unreadable answers or runs were left behind (see `runs list`)", file=sys.stderr)
+    models: dict[str, Any] = {
+        "manifest": Manifest,
+        "prompts": Prompts,
+        "report": Report,
+        "decision": Decision,
+        "rescore": Report,
+    }
+    line, warning = sync(command, open_store(None, cache_dir), open_store(url, cache_dir), models)
+    print(line)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -124,12 +115,41 @@ def _show(url: str | None, cache_dir: Any, args: argparse.Namespace) -> int:
     from evals.render.show import show_run
 
     opened = open_store(url, cache_dir)
+    store, cache = opened.runs, opened.answers
     try:
-        run_id = resolve_ref(opened.runs, args.run)
-        print(show_run(opened.runs, opened.answers, run_id, case=args.case, as_json=args.json))
+        run_id = resolve_ref(store, args.run)
+        if args.html is not None:
+            if args.case is not None:
+                raise AttestError("--html writes the whole run's page; drop --case (the page filters by text)")
+            return _show_html(store, cache, run_id, args.html)
+        print(show_run(store, cache, run_id, case=args.case, as_json=args.json))
     finally:
         opened.close()
     return 0
+
+
+def _show_html(store: RunStore, cache: StoreAnswers, run_id: str, target: str) -> int:
+    from evals.render.html import write_page
+    from evals.render.pages import stored_run_html
+
+    write_page(stored_run_html(store, cache, run_id, _stub_texts), target)
+    if target != "-":
+        print(f"page            {target}")
+    return 0
+
+
+def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
+    """The stub's answers on the run's cases, for the page's "identical to the stub's" check (None: unknown task)."""
+    from evals import tasks
+    from evals.analysis.stub_texts import stub_texts
+    from evals.render.pages import corpus_cases
+
+    try:
+        task = tasks.get(manifest.task)
+        cases = [task.case_model.model_validate(c) for c in corpus_cases(manifest).values()]
+    except (tasks.UnknownTaskError, ValueError):
+        return None
+    return stub_texts(task, cases)
 
 
 def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
@@ -216,7 +236,11 @@ def _parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="a run's provenance, then each case's answer, score and errors")
     show.add_argument("run", help="a run id, or TASK@latest / TASK@previous")
     show.add_argument("--case", help="only this case id")
-    show.add_argument("--json", action="store_true", help="print JSON")
+    shown = show.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print JSON")
+    shown.add_argument(
+        "--html", metavar="FILE", help="write the run's page (one offline HTML file) to FILE; - for stdout"
+    )
     prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")
@@ -224,9 +248,7 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
-    push = sub.add_parser(
-        "push", help="copy the local cache's answers and runs into the store (--store or ATTEST_STORE)"
-    )
+    push = sub.add_parser("push", help="copy the local cache's answers and runs into the store (--store, ATTEST_STORE)")
     pull = sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
     for command in (ls, show, prune, gc, push, pull):  # the shared options before or after the subcommand
         command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from attest.backends.llamacpp import LocalServer
 
 # Variables attest reads; a developer's shell must not change what a test sees.
 ATTEST_ENV = (
@@ -50,6 +54,40 @@ def attest_exe() -> Path:
     return exe
 
 
+def _local_server_env() -> dict[str, str]:
+    """One one-thread server per free core per worker: llama.cpp's threads spin, so never more than the cores.
+
+    With N parallel workers (pytest-xdist) each worker gets cores // N servers (at least
+    one) of one thread; a serial run gets one per core, the backend's own default.
+    """
+    from attest.backends.llamacpp import usable_cpus
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1")
+    return {
+        "ATTEST_LOCAL_THREADS": "1",
+        "ATTEST_LOCAL_SLOTS": "1",
+        "ATTEST_LOCAL_SERVERS": str(max(1, usable_cpus() // max(1, workers))),
+    }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _local_server_settings() -> Iterator[None]:
+    """The local servers' settings for the whole session (subprocesses inherit them)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in _local_server_env().items():
+            mp.setenv(name, value)
+        yield
+
+
+@pytest.fixture(scope="session")
+def local_servers(_local_server_settings: None, tmp_path_factory: pytest.TempPathFactory) -> list[LocalServer]:
+    """The worker's local llama.cpp servers, started once per worker and shared by every real-model test in it
+    (the gguf digest memo kept out of the user's cache)."""
+    from attest.backends.llamacpp import shared_servers
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-servers")))
+        return shared_servers()
 @pytest.fixture
 def swap_task() -> Iterator[Callable[[Any], None]]:
     """Register a replacement for a task (same name) for one test; the original comes back after it."""

@@ -240,6 +240,7 @@ def test_the_docs_have_commands() -> None:
     assert {c.doc for c in commands} >= {"README.md", "examples/prompt-evals/README.md"}
 
 
+@pytest.mark.slow
 def test_every_documented_command_runs(fresh_copy: Path) -> None:
     failures = []
     for command in doc_commands(fresh_copy):

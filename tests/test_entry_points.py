@@ -106,6 +106,7 @@ def test_rescore_with_a_bad_cache_dir(tmp_path: Path) -> None:
     _one_line_error(done, str(bad))
 
 
+@pytest.mark.slow
 def test_rescore_with_a_bad_corpus(tmp_path: Path) -> None:
     cache = tmp_path / "c"
     assert _run([str(REPO / RUN_SCRIPTS[0]), "--offline", "--cache-dir", str(cache)], tmp_path).returncode == 0

@@ -266,7 +266,7 @@ def test_retry_after_is_honoured_but_capped() -> None:
     gaps = [b - a for a, b in zip(fake.chat_times, fake.chat_times[1:], strict=False)]
     assert fake.calls == 3
     assert all(gap >= 0.05 for gap in gaps), gaps
-    assert time.monotonic() - start < 5.0
+    assert time.monotonic() - start < 20.0  # uncapped: 60 s of Retry-After; loose for a busy machine
 
 
 def test_wait_before_doubles_backoff_honours_retry_after_and_caps_both() -> None:

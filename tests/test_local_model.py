@@ -37,7 +37,7 @@ DEAD_PROXY = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
 
 @pytest.fixture(scope="module")
-def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+def local(tmp_path_factory: pytest.TempPathFactory, local_servers: list[LocalServer]) -> Iterator[Backend]:
     """The local backend, built the way the app builds it (its digest memo kept out of the user's cache)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
@@ -103,7 +103,7 @@ def test_proxy_settings_do_not_reroute_the_loopback_server(local: Backend, monke
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     server = shared_server()
-    LocalServer(server.base_url, server.model_name, server.digest, None).wait_ready(5.0)
+    LocalServer(server.base_url, server.model_name, server.digest, None, server.settings).wait_ready(5.0)
     backend = make_backend(Settings.resolve(backend="local", env={}))
     try:
         answer = backend.chat_json(tag_messages(TITLE, SUMMARY), schema_of(ItemTags))
@@ -114,6 +114,7 @@ def test_proxy_settings_do_not_reroute_the_loopback_server(local: Backend, monke
     assert ItemTags.model_validate_json(answer.text)
 
 
+@pytest.mark.slow
 def test_console_script_tags_with_the_local_backend(attest_exe: Path, tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     done = subprocess.run(

@@ -111,6 +111,7 @@ def test_make_eval_passes_no_backend_so_attest_backend_is_honoured() -> None:
     assert recipe and all("--backend" not in line for line in recipe), dry.stdout
 
 
+@pytest.mark.slow
 def test_attest_backend_chooses_the_run_scripts_backend(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}", "ATTEST_BACKEND": "stub"}
     done = subprocess.run(

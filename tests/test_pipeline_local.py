@@ -16,7 +16,7 @@ from evals import rescore, tasks
 from evals.cli import runner
 from evals.engine.pipeline import Task
 
-pytestmark = pytest.mark.local_model
+pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.usefixtures("local_servers")]
 
 TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
 

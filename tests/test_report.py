@@ -285,9 +285,51 @@ def test_json_output_and_report_json_carry_the_figures_the_table_shows(
 
 
 @pytest.mark.parametrize("name", TASKS)
-def test_last_line_is_the_runs_show_command(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_last_lines_are_the_runs_show_command_and_the_page(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out, report = _run(name, tmp_path, capsys)
-    assert out.splitlines()[-1] == f"  answers         python -m evals.runs show {report['run_id']}"
+    page = tmp_path / "cache" / "runs" / report["run_id"] / "report.html"
+    assert out.splitlines()[-2] == f"  answers         python -m evals.runs show {report['run_id']}"
+    assert out.splitlines()[-1] == f"  page            {page}"
+    assert page.read_text(encoding="utf-8").count("<tr data-case=") == len(report["results"])
+
+
+# --- degenerate answers, named under the headline ----------------------------------------------------
+
+
+def test_one_verdict_and_one_confidence_for_every_case_are_named_under_the_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = _corpus(tmp_path, "reaction", _raw("reaction")[:8])
+    backend = _fake(
+        reaction_eval.TASK,
+        corpus,
+        lambda case, asked: json.dumps({"verdict": True, "confidence": 4, "reasoning": case.title}),
+    )
+    out, _ = _run("reaction", tmp_path, capsys, "--corpus", str(corpus), backend=backend)
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  score "))
+    assert lines[at + 1 : at + 3] == [
+        "  WARNING         every answer has confidence = 4 (8 of 8): the answers ignore the input",
+        "  WARNING         every answer has verdict = true (8 of 8): the answers ignore the input",
+    ]
+
+
+def test_answers_identical_to_the_stubs_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from attest.backends.stub import StubBackend
+
+    corpus = _corpus(tmp_path, "tagging", _raw("tagging")[:8])
+    stub = StubBackend()
+    task = TASKS["tagging"]
+    backend = _fake(task, corpus, lambda case, asked: stub.chat_json(task.render(case), task.schema).text)
+    out, _ = _run("tagging", tmp_path, capsys, "--corpus", str(corpus), backend=backend)
+    assert "  WARNING         8 of 8 answers (100%) are identical to the stub backend's (keyword overlap)" in out
+
+
+def test_a_stub_run_is_not_warned_of_being_the_stub(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = _run("tagging", tmp_path, capsys)
+    assert "identical to the stub" not in out
 
 
 # --- reuse of a block: only when nothing it is computed from changed -----------------------------------

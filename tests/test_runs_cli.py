@@ -34,14 +34,18 @@ from tests.test_records import hold_in_another_process
 REPO = Path(__file__).resolve().parents[1]
 TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
 SHOW_LINE = re.compile(r"^  answers +python -m evals\.runs show (\S+)$")
+PAGE_LINE = re.compile(r"^  page +(\S+/report\.html)$")
 
 
 def eval_run(task: Task[Any], cache: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """One offline run through the run scripts' entry point; its id, read from the report's last line."""
+    """One offline run through the run scripts' entry point; its id, read from the runs show line before the
+    page's path (the report's last line)."""
     assert runner.main(task, ["--offline", "--cache-dir", str(cache), *argv]) == 0
     out = capsys.readouterr().out
-    match = SHOW_LINE.match(out.rstrip("\n").splitlines()[-1])
-    assert match, f"the report does not end with the runs show line:\n{out}"
+    *_, show, page = out.rstrip("\n").splitlines()
+    match = SHOW_LINE.match(show)
+    assert match and PAGE_LINE.match(page), f"the report does not end with the runs show line and the page:\n{out}"
+    assert Path(page.split()[-1]) == cache / "runs" / match.group(1) / "report.html"
     return match.group(1)
 
 
@@ -96,7 +100,7 @@ def run_in(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("name", list(TASKS))
-def test_every_eval_report_ends_with_the_runs_show_line(
+def test_every_eval_report_ends_with_the_runs_show_line_and_the_page(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_id = eval_run(TASKS[name], tmp_path, capsys)  # asserts the last line
@@ -161,6 +165,7 @@ def test_the_tag_prompt_artifact_is_recorded_for_tagging_only(
     assert reaction.provenance.tag_prompt_path is None and reaction.provenance.tag_prompt_sha256 is None
 
 
+@pytest.mark.slow
 def test_outside_a_git_checkout_the_commit_is_absent_not_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -169,8 +174,8 @@ def test_outside_a_git_checkout_the_commit_is_absent_not_an_error(
     cache = tmp_path / "cache"
     done = run_in(clone, "evals/run_tagging_eval.py", "--offline", "--cache-dir", str(cache))
     assert done.returncode == 0, done.stderr
-    match = SHOW_LINE.match(done.stdout.rstrip("\n").splitlines()[-1])
-    assert match
+    match = SHOW_LINE.match(done.stdout.rstrip("\n").splitlines()[-2])
+    assert match and PAGE_LINE.match(done.stdout.rstrip("\n").splitlines()[-1])
     m = store_of(cache).manifest(match.group(1))
     assert m.provenance.git_commit is None and m.provenance.git_dirty is None
     assert m.provenance.corpus == "evals/tagging_cases.json"

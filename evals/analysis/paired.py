@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps  # type: ignore[import-untyped]
 
+from evals.analysis import distributions as dist
 from evals.analysis.stats import LEVEL, Estimate, Floats, Interval, Verdict, array_of, decimals_for
 
 __all__ = [
@@ -44,6 +44,26 @@ __all__ = [
 TEST = "adjusted Wald t, the interval's own test"
 
 
+SCIPY_FROM = 64  # above this many values at once (simulations), scipy's vectorised t is faster to import and use
+
+
+def _t_quantiles(p: float, df: Floats) -> Floats:
+    """Student t quantiles for an array of degrees of freedom (few distinct: each computed once, without scipy)."""
+    known = {value: dist.t_ppf(p, value) for value in {float(x) for x in df.ravel()}}
+    return np.asarray([known[float(x)] for x in df.ravel()], dtype=np.float64).reshape(df.shape)
+
+
+def _t_sf(t: Floats, df: Floats) -> Floats:
+    """P(T > t) elementwise: without scipy for a few values (a command line), with it for many (simulations)."""
+    t, df = np.broadcast_arrays(np.asarray(t, dtype=np.float64), np.asarray(df, dtype=np.float64))
+    if t.size > SCIPY_FROM:
+        from scipy import stats as sps  # type: ignore[import-untyped]
+
+        return np.asarray(sps.t.sf(t, df), dtype=np.float64)
+    pairs = zip(t.ravel(), df.ravel(), strict=True)
+    return np.asarray([dist.t_sf(float(x), float(d)) for x, d in pairs], dtype=np.float64).reshape(t.shape)
+
+
 @dataclass(frozen=True)
 class PairedBatch:
     """The adjusted Wald interval's parts for many comparisons at once (one per row of differences).
@@ -60,18 +80,18 @@ class PairedBatch:
 
     def bounds(self, level: float = LEVEL) -> tuple[Floats, Floats]:
         """(low, high) per row, clipped to [-1, 1] and widened, if need be, to hold the raw mean."""
-        q = sps.t.ppf(0.5 + level / 2, self.df)
+        q = _t_quantiles(0.5 + level / 2, self.df)
         low = np.minimum(np.clip(self.centre - q * self.se, -1.0, 1.0), self.mean)
         high = np.maximum(np.clip(self.centre + q * self.se, -1.0, 1.0), self.mean)
         return low, high
 
     def p_ship(self, margin: float = 0.0) -> Floats:
         """One-sided p of "difference <= margin": below (1 - level) / 2 exactly when the low bound is above margin."""
-        return np.asarray(sps.t.sf((self.centre - margin) / self.se, self.df), dtype=np.float64)
+        return _t_sf((self.centre - margin) / self.se, self.df)
 
     def p_regress(self) -> Floats:
         """One-sided p of "difference >= 0": below (1 - level) / 2 exactly when the high bound is below 0."""
-        return np.asarray(sps.t.cdf(self.centre / self.se, self.df), dtype=np.float64)
+        return _t_sf(-self.centre / self.se, self.df)
 
     def pvalues(self, margin: float = 0.0) -> Floats:
         """The decision's p: 2 * min(p_ship, p_regress), capped at 1; below 1 - level exactly when decisive."""

@@ -19,8 +19,6 @@ from typing import Any
 
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
 from evals.analysis.paired import verdict_decimals
-from evals.engine import provenance
-from evals.engine.execute import Prompts
 from evals.store.records import Decision, Manifest, Report, RunStore
 
 __all__ = ["UNKNOWN", "Run", "decide", "load_run", "pair", "recheck", "recheck_line", "scores_of"]
@@ -58,6 +56,8 @@ def _prompts(store: RunStore, run_id: str, manifest: Manifest) -> tuple[str, ...
     """The run's system prompt texts in the manifest's order; () when prompts.json is absent."""
     if not store.exists(run_id, "prompts"):
         return ()
+    from evals.engine.execute import Prompts  # here: the engine costs a command line's start-up
+
     texts = store.load(run_id, "prompts", Prompts).system
     return tuple(texts.get(sha, f"(prompt {sha} not recorded)") for sha in manifest.provenance.system_prompts)
 
@@ -77,9 +77,21 @@ def pair(base: Run, cand: Run, *, allow_split_mismatch: bool = False) -> tuple[R
             f"run {b.run_id} is on the {b.split} split and run {c.run_id} on the {c.split} split: "
             "compare runs of one split, or pass --allow-split-mismatch to pair the cases they share"
         )
+    if _subset(b) != _subset(c) and not allow_split_mismatch:
+        raise ComparisonError(
+            f"run {b.run_id} ran {_subset(b)} and run {c.run_id} {_subset(c)}: compare like with like, "
+            "or pass --allow-split-mismatch to pair only the cases they share"
+        )
     _check_cases(b, c)
     families: dict[str, dict[str, str]] = {}
     return scores_of(base, families), scores_of(cand, families)
+
+
+def _subset(m: Manifest) -> str:
+    """Which of its split's cases a run ran: all, a `--limit` subset or `--case` ids."""
+    parts = [f"--limit {m.limit}"] if m.limit is not None else []
+    parts += [f"--case {', '.join(m.only)}"] if m.only else []
+    return " ".join(parts) or f"the whole {m.split} split"
 
 
 def _check_cases(b: Manifest, c: Manifest) -> None:
@@ -104,6 +116,8 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
     memo = {} if families is None else families
     ref = run.manifest.provenance.corpus
     if ref not in memo:
+        from evals.engine import provenance  # here: it imports the app's answer models
+
         memo[ref] = _families(provenance.resolve_corpus(ref))
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
     m = run.manifest

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize  # type: ignore[import-untyped]
-from scipy import stats as sps
 
+from evals.analysis import distributions as dist
 from evals.analysis.paired import aligned
 from evals.analysis.stats import is_binary
 
@@ -28,7 +27,7 @@ def _ship_power(delta: float, n: int, second: float, sd: float, q: float, margin
     centre = n * delta / total
     se = math.sqrt(max((n * second + 2.0) / total - centre * centre, 0.0) / total)
     spread = max(n / total * sd / math.sqrt(n), 1e-12)
-    return float(sps.norm.cdf((centre - q * se - margin) / spread))
+    return dist.norm_cdf((centre - q * se - margin) / spread)
 
 
 def _solve(power_at: Callable[[float], float], target: float, top: float) -> float:
@@ -36,11 +35,11 @@ def _solve(power_at: Callable[[float], float], target: float, top: float) -> flo
         return math.inf
     if power_at(0.0) >= target:
         return 0.0
-    return float(optimize.brentq(lambda x: power_at(x) - target, 0.0, top, xtol=1e-9))
+    return dist.root(lambda x: power_at(x) - target, 0.0, top, xtol=1e-12)
 
 
 def _quantile(n: int, alpha: float) -> float:
-    return float(sps.t.ppf(1 - alpha / 2, max(n - 1, 1)))
+    return dist.t_ppf(1 - alpha / 2, max(n - 1, 1))
 
 
 def minimum_detectable_effect(

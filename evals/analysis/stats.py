@@ -33,7 +33,8 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps  # type: ignore[import-untyped]
+
+from evals.analysis import distributions as dist
 
 __all__ = [
     "LEVEL",
@@ -123,8 +124,8 @@ def proportion(successes: int, n: int, level: float = LEVEL) -> Estimate:
     """A proportion with its Wilson score interval (scipy's `binomtest(...).proportion_ci`)."""
     if n < 1 or not 0 <= successes <= n:
         raise ValueError(f"a proportion needs 0 <= successes <= n and n >= 1, got {successes}/{n}")
-    ci = sps.binomtest(successes, n).proportion_ci(confidence_level=level, method="wilson")
-    return Estimate(successes / n, Interval(float(ci.low), float(ci.high), level), n)
+    low, high = dist.wilson(successes, n, level)
+    return Estimate(successes / n, Interval(low, high, level), n)
 
 
 def mean_estimate(values: ArrayLike, level: float = LEVEL, *, seed: int = SEED, binary: bool | None = None) -> Estimate:
@@ -149,12 +150,14 @@ def mean_estimate(values: ArrayLike, level: float = LEVEL, *, seed: int = SEED, 
     if np.all(arr == arr[0]):
         return Estimate(mean, Interval(mean, mean, level), n)
     if n > BOOTSTRAP_MAX_N:
-        low, high = sps.t.interval(level, n - 1, loc=mean, scale=float(arr.std(ddof=1)) / math.sqrt(n))
-        return Estimate(mean, Interval(float(low), float(high), level), n)
+        half = dist.t_ppf(0.5 + level / 2, n - 1) * float(arr.std(ddof=1)) / math.sqrt(n)
+        return Estimate(mean, Interval(mean - half, mean + half, level), n)
     return Estimate(mean, _bootstrap(arr, level, seed), n)
 
 
 def _bootstrap(arr: Floats, level: float, seed: int) -> Interval:
+    from scipy import stats as sps  # type: ignore[import-untyped]  # here: scipy costs a command line seconds
+
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sps.DegenerateDataWarning)

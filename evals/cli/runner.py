@@ -2,7 +2,8 @@
 
 `python evals/run_reaction_eval.py --backend local --split dev` and friends are
 thin wrappers over `main(task, argv)`. `main` takes the backend factory, so tests
-pass a fake instead of patching this module.
+pass a fake instead of patching this module. After the report, the run's page is
+written beside its records (`cache/runs/<id>/report.html`) and its path is the last line.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import argparse
 import dataclasses
 import json
 import math
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,12 +25,14 @@ from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
 from evals.engine.execute import RunOutcome, RunSpec, execute
-from evals.engine.pipeline import CachedChat, Task, load_cases, stderr_progress
-from evals.render.report import annotate, print_report
+from evals.engine.pipeline import CachedChat, Task, load_cases
+from evals.engine.progress import stderr_progress
+from evals.engine.subset import named, stratified
+from evals.render.page_run import Texts, answer_texts
+from evals.render.report import annotate, degenerate_warnings, print_report, write_run_page
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
-from evals.store.protocols import Runs
-from evals.store.records import DirStore
+from evals.store.records import DirStore, RunStore
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
@@ -48,6 +53,14 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
         prog=f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
     )
     parser.add_argument("--split", choices=("train", "dev", "all"), default="dev", help="which cases (default dev)")
+    parser.add_argument(
+        "--limit",
+        type=at_least(1),
+        help="a quick try: N cases of the split, a fixed subset stratified by family (recorded in the run)",
+    )
+    parser.add_argument(
+        "--case", action="append", default=[], metavar="ID", help="only this case (repeatable; recorded in the run)"
+    )
     parser.add_argument("--repeat", type=at_least(1), default=1, help="samples per case, 1 or more (default 1)")
     parser.add_argument(
         "--temperature", type=_unit_float, help="sampling temperature, 0-2 (default 0; in the cache key)"
@@ -83,8 +96,17 @@ def main(task: Task[Any], argv: Sequence[str] | None = None, *, backend_factory:
     try:
         return run_reporting_errors(f"{task.name} eval", lambda: _run(task, args, backend_factory))
     except KeyboardInterrupt:
-        print(f"\n{task.name} eval: interrupted; every answer so far is cached, rerun to continue", file=sys.stderr)
+        signal.signal(signal.SIGINT, _exit_now)  # a second Ctrl-C while winding down ends the process at once
+        print(
+            f"\n{task.name} eval: interrupted (the run is recorded as interrupted); every answer so far is cached, "
+            "rerun to continue",
+            file=sys.stderr,
+        )
         return 130
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    os._exit(130)
 
 
 def settings_from(args: argparse.Namespace, *, default_backend: str = "auto") -> Settings:
@@ -105,16 +127,22 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     cases = [c for c in corpus if args.split in ("all", c.split)]
     if not cases:
         raise AttestError(f"{corpus_path}: no cases in split {args.split!r}")
+    if args.case:
+        cases = named(cases, args.case, f"the {args.split} split of {corpus_path}")
+    if args.limit is not None:
+        cases = stratified(cases, args.limit)
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
         backend = backend_factory(settings_from(args))
         try:
-            spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat)
+            only = tuple(dict.fromkeys(args.case))
+            spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)
             outcome = _generate_and_score(spec, args, store, backend)
         finally:
             backend.close()
-        _show(outcome, args, store.runs, store.answers.warnings)
+        texts = answer_texts(store.answers, outcome.manifest.samples)  # for the degenerate-answer warnings and the page
+        _show(outcome, args, store.runs, store.answers.warnings, texts)
     finally:
         store.close()
     return 0
@@ -122,7 +150,7 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
 
 def _generate_and_score(spec: RunSpec, args: argparse.Namespace, store: Opened, backend: Backend) -> RunOutcome:
     chat = CachedChat.from_backend(backend, store.answers, Identity.of(backend))
-    concurrency = args.concurrency or DEFAULT_CONCURRENCY.get(backend.kind, 1)
+    concurrency = args.concurrency or _default_concurrency(backend)
     try:
         outcome = execute(
             spec, chat, store.runs, concurrency=concurrency, progress=stderr_progress(f"{spec.task.name} {spec.split}")
@@ -135,13 +163,32 @@ def _generate_and_score(spec: RunSpec, args: argparse.Namespace, store: Opened, 
     return outcome
 
 
-def _show(outcome: RunOutcome, args: argparse.Namespace, store: Runs, warnings: Sequence[str]) -> None:
+def _default_concurrency(backend: Backend) -> int:
+    """4 for openai; for local, one request per slot of each of its servers; else 1."""
+    lanes = getattr(backend, "lanes", None)
+    if backend.kind == "local" and isinstance(lanes, int):
+        return max(1, lanes)
+    return DEFAULT_CONCURRENCY.get(backend.kind, 1)
+
+
+def _show(
+    outcome: RunOutcome, args: argparse.Namespace, store: RunStore, warnings: Sequence[str], texts: Texts
+) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     outcome = annotate(outcome, store)
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
+    degenerate = degenerate_warnings(outcome, texts)
     if args.json:
         print(json.dumps(outcome.report.model_dump(mode="json"), indent=1))
     else:
-        where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else f"{getattr(store, 'where', '')}"
-        print_report(outcome, where, worst=args.worst)
+        where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
+        print_report(outcome, where, worst=args.worst, degenerate=degenerate)
+    if not isinstance(store, DirStore):  # a team's store: the page is written on demand (`runs show ID --html FILE`)
+        return
+    try:
+        page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
+    except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing
+        print(f"warning: report.html not written ({exc}); `runs show ID --html FILE` retries", file=sys.stderr)
+        return
+    print(f"  page            {page}", file=sys.stderr if args.json else sys.stdout)

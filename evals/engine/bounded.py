@@ -24,7 +24,7 @@ __all__ = ["DEFAULT_GRACE_S", "run_bounded"]
 
 T = TypeVar("T")
 
-DEFAULT_GRACE_S = 1.0  # how long Ctrl-C waits for the calls in flight before re-raising
+DEFAULT_GRACE_S = 0.5  # how long Ctrl-C waits for the calls in flight before re-raising
 _POLL_S = 0.1  # how often the main thread wakes up while it waits (it is where SIGINT lands)
 
 

@@ -64,6 +64,8 @@ class RunSpec:
     split: str
     repeat: int = 1
     label: str = ""
+    limit: int | None = None  # --limit N: a stratified subset of the split (engine/subset.py)
+    only: tuple[str, ...] = ()  # --case ID...: just these cases
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,8 @@ def execute(
 ) -> RunOutcome:
     """Plan every sample, record the run, fill the cache, score from it, and record the report.
 
-    A run that fails or is interrupted stays `generating` (or `failed`); every answer
-    received before is in the cache, so rerunning asks only for what is missing.
+    A run that fails is recorded `failed`, one stopped by Ctrl-C `interrupted`; every
+    answer received before is in the cache, so rerunning asks only for what is missing.
     """
     planned = plan(spec.task, spec.cases, chat.identity, spec.repeat)
     run_id = new_run_id(spec.task.name)
@@ -98,6 +100,9 @@ def execute(
         store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
         try:
             stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=progress)
+        except KeyboardInterrupt:
+            store.save(run_id, "manifest", manifest.model_copy(update={"status": "interrupted"}))
+            raise
         except Exception:
             store.save(run_id, "manifest", manifest.model_copy(update={"status": "failed"}))
             raise
@@ -127,6 +132,8 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
         split=spec.split,
         repeat=spec.repeat,
         label=spec.label,
+        limit=spec.limit,
+        only=list(spec.only),
         provenance=Provenance(
             prompt_fingerprint=provenance.prompt_fingerprint([(m, schema) for m in first]),
             system_prompts=list(prompts),

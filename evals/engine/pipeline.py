@@ -10,7 +10,6 @@ never the network.
 from __future__ import annotations
 
 import statistics
-import sys
 import threading
 import time
 from collections import Counter
@@ -52,7 +51,6 @@ __all__ = [
     "load_cases",
     "plan",
     "score_planned",
-    "stderr_progress",
     "unsampled",
 ]
 
@@ -248,25 +246,3 @@ def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], 
             f"{len(missing)} sample(s) of this {task.name} run are not in the cache ({shown}): rerun its generate stage"
         )
     return _aggregate(task, list(cases.values()), results)
-
-
-def stderr_progress(label: str) -> Progress:
-    """A one-line progress display on stderr: done/total, hits, misses, rate."""
-    tty = sys.stderr.isatty()
-    state = {"last": 0.0}
-
-    def show(stats: GenerateStats) -> None:
-        done = stats.hits + stats.misses
-        now = time.monotonic()
-        if done < stats.samples and now - state["last"] < (0.2 if tty else 5.0):
-            return
-        state["last"] = now
-        line = f"{label}: {done}/{stats.samples} samples (hits {stats.hits}, misses {stats.misses})"
-        print(
-            ("\r" + line) if tty else line,
-            end="" if tty and done < stats.samples else "\n",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return show

@@ -23,18 +23,20 @@ import hashlib
 import importlib.metadata
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attest.backends.stub
 from attest.text import printable
 from evals.analysis import baselines
+from evals.analysis.degenerate import degenerate
+from evals.analysis.stub_texts import stub_texts
 from evals.engine.execute import RunOutcome
 from evals.store.protocols import Runs
-from evals.store.records import RunError
+from evals.store.records import DirStore, RunError, write_atomic
 
-__all__ = ["annotate", "inputs_sha256", "print_report"]
+__all__ = ["annotate", "degenerate_warnings", "inputs_sha256", "print_report", "write_run_page"]
 
 FLAKY_SHOWN = 10
 REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
@@ -111,8 +113,31 @@ def _reusable(store: Runs, outcome: RunOutcome, key: str) -> dict[str, Any] | No
     return None
 
 
-def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5) -> None:
-    """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows)."""
+def degenerate_warnings(outcome: RunOutcome, texts: Mapping[tuple[str, int], str | None]) -> list[str]:
+    """Degenerate answers in words (evals/analysis/degenerate.py), checked against the stub's answers
+    on the same cases unless the run is the stub's own."""
+    spec = outcome.spec
+    stub = stub_texts(spec.task, spec.cases) if spec is not None and outcome.manifest.backend != "stub" else None
+    return degenerate([(case, text) for (case, _), text in texts.items()], stub)
+
+
+def write_run_page(
+    outcome: RunOutcome, store: DirStore, texts: Mapping[tuple[str, int], str | None], warnings: Sequence[str]
+) -> Path:
+    """report.html beside the run's records, from what they hold; returns its path."""
+    from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
+
+    m = outcome.manifest
+    cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
+    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings)
+    path = store.run_dir(outcome.run_id) / "report.html"
+    write_atomic(path, page)
+    return path
+
+
+def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = ()) -> None:
+    """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
+    `degenerate` warnings are printed under the headline."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
     print(
@@ -120,7 +145,11 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5) ->
         f"(run {outcome.run_id}, prompt {manifest.provenance.prompt_fingerprint[:12]})"
     )
     plain = [f"  mean score      {result.overall:.3f} over {result.n} samples (no interval: not annotated)"]
-    for line in _uncertainty_lines(block) if block else plain:
+    lines = _uncertainty_lines(block) if block else plain
+    print(lines[0])
+    for warning in degenerate:
+        print(f"  WARNING         {printable(warning)}")
+    for line in lines[1:]:
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.text import printable
-from evals.engine.execute import Prompts
-from evals.engine.pipeline import AnswerCache
 from evals.store.records import Manifest, RunError, RunStore
+
+if TYPE_CHECKING:
+    from evals.engine.pipeline import AnswerCache
 
 __all__ = ["show_run"]
 
@@ -19,6 +20,8 @@ def show_run(
 ) -> str:
     manifest = store.manifest(run_id)
     report = store.report(run_id)
+    from evals.engine.execute import Prompts  # here: the engine is heavy and `runs list` never needs it
+
     prompts = store.load(run_id, "prompts", Prompts).system if store.exists(run_id, "prompts") else {}
     samples = [s for s in manifest.samples if case is None or s.case == case]
     if case is not None and not samples:

@@ -6,12 +6,10 @@ the `Answers` protocol (evals.store.protocols) over diskcache.
 The diskcache layer beneath, hardened against a hostile `cache.db` (no value files,
 forced settings, one-line errors), is `evals.store.cache_db`. A lease is held by a random
 token kept alive by an OS lock (`evals.store.holders`), never judged by a pid; waiting on a
-live holder is said once and bounded (`LeaseTimeout`). A little over 300 lines: the
-cache's leases belong with the entries they protect."""
+live holder is said once and bounded (`LeaseTimeout`)."""
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 import threading
@@ -22,7 +20,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from attest.errors import run_reporting_errors
 from evals.store import holders
 from evals.store.cache_db import (
     DB_ERRORS,
@@ -49,7 +46,6 @@ __all__ = [
     "LeaseTimeout",
     "ResponseCache",
     "canonical_json",
-    "main",
     "request_key",
     "request_seed",
     "resolve_cache_dir",
@@ -293,24 +289,7 @@ class ResponseCache:
         self._db.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m evals.store.cache unlock [--cache-dir DIR]`: drop the leases a stopped run left in the cache."""
-    parser = argparse.ArgumentParser(prog="python -m evals.store.cache", description="Maintain the response cache.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    unlock = commands.add_parser("unlock", help="drop every lease (a run stopped with Ctrl-Z holds its leases)")
-    unlock.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    args = parser.parse_args(argv)
-    return run_reporting_errors("evals.store.cache", lambda: _unlock(resolve_cache_dir(args.cache_dir)))
+if __name__ == "__main__":  # `python -m evals.store.cache unlock`, as every lease message says
+    from evals.store.unlock import main
 
-
-def _unlock(directory: Path) -> int:
-    cache = ResponseCache(directory)
-    try:
-        print(f"dropped {cache.unlock()} lease(s) in {directory}")
-    finally:
-        cache.close()
-    return 0
-
-
-if __name__ == "__main__":
     raise SystemExit(main())

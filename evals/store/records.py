@@ -56,7 +56,8 @@ class RunError(AttestError):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # defer_build: validators are built on first use, so a command line pays only for the records it reads
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 class SampleRef(_Record):
@@ -85,7 +86,7 @@ class Manifest(_Record):
     run_id: str
     task: str
     created: float
-    status: Literal["generating", "complete", "failed"]
+    status: Literal["generating", "complete", "failed", "interrupted"]
     backend: str
     model: str
     digest: str
@@ -98,6 +99,8 @@ class Manifest(_Record):
     case_sha256: dict[str, str] = Field(default_factory=dict)  # inputs and label of each case, for pairing runs
     generate_seconds: float | None = None
     label: str = ""  # free text: "baseline", "candidate", ...
+    limit: int | None = None  # --limit N: a stratified subset of the split, not all of it
+    only: list[str] = Field(default_factory=list)  # --case ID...: only these cases of the split
 
 
 class Report(_Record):
@@ -126,7 +129,7 @@ class ReportHead(BaseModel):
     """What `runs list` reads of a report.json: its score, without building its per-case results
     (the whole report is checked where it is used: show, rescore, compare)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True, defer_build=True)
     kind: ClassVar[str] = "report"
 
     schema_version: Literal[1]

@@ -32,7 +32,7 @@ Clock = Callable[[], int]  # nanoseconds since the epoch, as time.time_ns
 class Summary(BaseModel):
     """One row of `runs list`."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     run_id: str
     task: str
@@ -66,14 +66,14 @@ class Summary(BaseModel):
 
 
 class Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     stamp: list[int]
     summary: Summary
 
 
 class _Index(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     schema_version: Literal[1] = 1
     entries: dict[str, Entry]

@@ -17,10 +17,11 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from evals.store.keys import Entry
+from evals.store.open import Opened
 from evals.store.protocols import batches
 from evals.store.records import RunError, RunStore
 
-__all__ = ["Copied", "copy_answers", "copy_runs"]
+__all__ = ["Copied", "copy_answers", "copy_runs", "sync"]
 
 Progress = Callable[[str], None]
 
@@ -91,3 +92,21 @@ def _same(target: RunStore, run_id: str, name: str, record: BaseModel) -> bool:
         return target.load(run_id, name, type(record)) == record
     except RunError:
         return False
+
+
+def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[BaseModel]]) -> tuple[str, str]:
+    """`push` (local -> shared) or `pull` (shared -> local), closing both: the line to print, and a warning or ""."""
+    try:
+        source, target = (local, shared) if command == "push" else (shared, local)
+        answers = copy_answers(source.answers, target.answers)
+        runs = copy_runs(source.runs, target.runs, models)
+    finally:
+        shared.close()
+        local.close()
+    verb = "pushed to" if command == "push" else "pulled from"
+    line = (
+        f"{verb} {shared.where}: {answers.copied} answers ({answers.skipped} already there), "
+        f"{runs.copied} run records ({runs.skipped} already there)"
+    )
+    left = answers.unreadable + runs.unreadable
+    return line, f"{left} unreadable answers or runs were left behind (see `runs list`)" if left else ""

@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from attest.backends.registry import KINDS
-from attest.backends.retry import RetryPolicy
-from attest.backends.settings import Settings
+if TYPE_CHECKING:  # the backends are imported when used: `compare` and `runs` never need them
+    from attest.backends.settings import Settings
 
 __all__ = [
     "DEFAULT_RETRIES",
@@ -69,11 +68,17 @@ def attempts(text: str) -> int:
     return value
 
 
+def _kinds() -> tuple[str, ...]:
+    from attest.backends.registry import KINDS
+
+    return tuple(KINDS)
+
+
 def add_backend_options(parser: argparse.ArgumentParser, *, default_backend: str = "ollama") -> None:
     """The options every entry point shares for choosing and tuning a backend."""
     parser.add_argument(
         "--backend",
-        choices=KINDS,
+        choices=_kinds(),
         help=f"model backend (env ATTEST_BACKEND; default {default_backend})",
     )
     parser.add_argument("--model", help="model name (env ATTEST_MODEL; Ollama default gemma4:e2b)")
@@ -95,6 +100,9 @@ def settings_from_args(
     args: argparse.Namespace, *, default_backend: str = "ollama", backend: str | None = None
 ) -> Settings:
     """`Settings` from the shared options (`backend`, if given, overrides `--backend`), then the environment."""
+    from attest.backends.retry import RetryPolicy
+    from attest.backends.settings import Settings
+
     retry = RetryPolicy(attempts=args.retries, timeout_s=args.timeout)
     kind = backend or args.backend
     return Settings.resolve(backend=kind, model=args.model, default_backend=default_backend, retry=retry)

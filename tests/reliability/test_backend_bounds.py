@@ -88,6 +88,7 @@ def test_an_answer_over_the_cap_is_one_line_never_cached_and_not_retried(tmp_pat
     _TOTALS["survived"] += 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("cap", "ok"), [("100000", False), ("1000000", True)])
 def test_the_cap_is_set_by_attest_max_answer_bytes(tmp_path: Path, cap: str, ok: bool) -> None:
     _TOTALS["tried"] += 1
@@ -171,6 +172,6 @@ def test_a_trickling_server_fails_at_about_the_timeout(tmp_path: Path) -> None:
     line = _error_line(done.stderr)
     assert "no whole answer within 1 s" in line, line
     assert asked == 1
-    assert elapsed < 15, f"the deadline is 1 s per answer; the run took {elapsed:.1f} s"
+    assert elapsed < 40, f"the deadline is 1 s per answer; the run took {elapsed:.1f} s"  # no deadline: a minute
     assert _cache_bytes(tmp_path) < 200_000
     _TOTALS["survived"] += 1

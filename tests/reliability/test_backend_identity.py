@@ -58,6 +58,7 @@ def _manifest(cache: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((cache / "runs").glob("*/manifest.json"))]
 
 
+@pytest.mark.slow
 def test_another_server_s_model_gets_its_own_keys_and_answers(tmp_path: Path) -> None:
     _TOTALS["tried"] += 1
     with FakeServer() as first, FakeServer(_other_answer) as second:

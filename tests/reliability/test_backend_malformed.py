@@ -118,7 +118,7 @@ def test_any_retry_after_gives_a_bounded_wait_and_one_line(value: str) -> None:
         asked = server.count
     assert asked == 3
     assert "failed (503" in str(info.value) and "after 3 attempts" in str(info.value)
-    assert elapsed < 5, f"two waits capped at 0.2 s took {elapsed:.1f} s"
+    assert elapsed < 20, f"two waits capped at 0.2 s took {elapsed:.1f} s"  # uncapped: hours; loose for a busy machine
     _TOTALS["survived"] += 1
 
 

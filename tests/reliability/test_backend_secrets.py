@@ -84,6 +84,7 @@ def _basic(user: str, password: str) -> str:
 # --- the API key ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tail", ["\r", "\n", "\r\n", " \r\n"], ids=["cr", "lf", "crlf", "space-crlf"])
 def test_a_key_read_from_a_crlf_env_file_is_stripped_used_and_written_nowhere(tmp_path: Path, tail: str) -> None:
     key = f"sk-test-{secrets.token_hex(16)}"
@@ -129,6 +130,7 @@ def test_a_key_the_server_echoes_in_its_answer_is_not_stored(tmp_path: Path) -> 
 # --- credentials in ATTEST_OPENAI_BASE_URL ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_credentials_in_the_base_url_are_used_and_written_nowhere(tmp_path: Path) -> None:
     user, password, query_key = "alice", secrets.token_hex(12), secrets.token_hex(12)
     with FakeServer() as server:

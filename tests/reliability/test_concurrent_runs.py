@@ -15,6 +15,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from attest.backends.settings import Settings
 from evals.engine.pipeline import plan
 from evals.reaction_eval import TASK, load_cases
@@ -40,6 +42,7 @@ def _expected(corpora: list[Path]) -> dict[str, str]:
     return expected
 
 
+@pytest.mark.slow
 def test_four_overlapping_runs_share_one_cache(tmp_path: Path) -> None:
     corpora = _write_corpora(tmp_path)
     cache_dir = tmp_path / "cache"

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from attest.backends.settings import Settings
 from evals.engine.pipeline import plan
 from evals.reaction_eval import TASK, load_cases
@@ -124,6 +126,7 @@ def _kill_once(server: FakeServer, cache_dir: Path, keys: dict[str, str], rng: r
     tally.stored = now
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_loses_nothing(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     keys, cache_dir, tally = _planned_keys(), tmp_path / "cache", _Tally()
@@ -169,6 +172,7 @@ def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
 
+@pytest.mark.slow
 def test_server_killed_mid_run_then_restarted(tmp_path: Path) -> None:
     """The other side crashing: the run stops with one clear line, keeps what it had, and resumes."""
     corpus = tmp_path / "corpus.json"

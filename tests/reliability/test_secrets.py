@@ -15,6 +15,8 @@ import secrets
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_command, script_env
 from tests.reliability.helpers import write_corpus
 
@@ -39,6 +41,7 @@ def _leaks(needles: list[bytes], cache_dir: Path, outputs: list[bytes]) -> list[
     return found
 
 
+@pytest.mark.slow
 def test_the_api_key_is_sent_to_the_server_and_written_nowhere(tmp_path: Path) -> None:
     tokens = [secrets.token_hex(16), secrets.token_hex(16)]
     key_a, key_b = (f"sk-test-{t}" for t in tokens)

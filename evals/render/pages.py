@@ -1,0 +1,83 @@
+"""The pages from the records: a run's page (`runs show --html`, every eval run's report.html) and a
+comparison's page (`compare --html`). Reads the run store, the answer cache and the corpus
+file a run recorded; never a model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from evals.analysis.comparison import Comparison, RunScores
+from evals.analysis.degenerate import degenerate
+from evals.engine import provenance
+from evals.engine.execute import Prompts
+from evals.engine.pipeline import AnswerCache
+from evals.render import html
+from evals.render.page_compare import compare_page_data, overview
+from evals.render.page_run import answer_texts, run_page_data
+from evals.store.records import Manifest, Report, RunStore
+
+__all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
+
+StubTexts = Callable[[Manifest], Mapping[str, str] | None]
+
+
+def corpus_cases(manifest: Manifest) -> dict[str, dict[str, Any]]:
+    """case id -> the raw case from the corpus file the run recorded ({} when it cannot be read)."""
+    try:
+        data = json.loads(provenance.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    wanted = set(manifest.case_sha256) or {s.case for s in manifest.samples}
+    if not isinstance(data, list):
+        return {}
+    return {str(c["id"]): c for c in data if isinstance(c, dict) and c.get("id") in wanted}
+
+
+def prompts_of(store: RunStore, run_id: str) -> dict[str, str]:
+    return store.load(run_id, "prompts", Prompts).system if store.exists(run_id, "prompts") else {}
+
+
+def run_html(
+    manifest: Manifest,
+    report: Report | None,
+    prompts: Mapping[str, str],
+    texts: Mapping[tuple[str, int], str | None],
+    cases: Mapping[str, Mapping[str, Any]],
+    warnings: Sequence[str],
+) -> str:
+    """A run's page from what the run recorded."""
+    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings))
+
+
+def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: StubTexts | None = None) -> str:
+    """A recorded run's page; `stub` gives the stub's answers per case (None: not checked against the stub)."""
+    manifest = store.manifest(run_id)
+    report = store.report(run_id)
+    texts = answer_texts(cache, manifest.samples)
+    theirs = stub(manifest) if stub is not None and manifest.backend != "stub" else None
+    warnings = degenerate([(case, text) for (case, _), text in texts.items()], theirs)
+    return run_html(manifest, report, prompts_of(store, run_id), texts, corpus_cases(manifest), warnings)
+
+
+def comparison_html(
+    found: Sequence[Comparison], runs: Sequence[tuple[RunScores, RunScores]], store: RunStore, cache: AnswerCache | None
+) -> str:
+    """A comparison's page: one section per comparison (with --all, one per task, and the Holm overview)."""
+    pages = []
+    for x, (b, c) in zip(found, runs, strict=True):
+        answers = (_first_answers(store, cache, x.base_run), _first_answers(store, cache, x.cand_run))
+        family = {**c.family, **b.family}
+        scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
+        pages.append(compare_page_data(x, answers, family, scores))
+    return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
+
+
+def _first_answers(store: RunStore, cache: AnswerCache | None, run_id: str) -> dict[str, str]:
+    if cache is None:
+        return {}
+    manifest = store.manifest(run_id)
+    texts = answer_texts(cache, [s for s in manifest.samples if s.sample == 0])
+    return {case: text for (case, _), text in texts.items() if text is not None}
