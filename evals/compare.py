@@ -49,9 +49,10 @@ from evals.cli.options import margin_type
 from evals.render.comparison_json import to_json
 from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
-from evals.store.cache import resolve_cache_dir
-from evals.store.records import DirStore, Manifest, RunError
+from evals.store.open import open_store
+from evals.store.records import DirStore, Manifest, RunError, RunStore
 from evals.store.refs import parse_filter, resolve
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 if TYPE_CHECKING:
     from evals.engine.pipeline import AnswerCache
@@ -106,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
     parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument(
@@ -152,7 +154,17 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 
 def _compare(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
-    store = DirStore(cache_dir / "runs")
+    url = resolve_store_url(args.store)
+    if url is None and not (cache_dir / "responses").is_dir():  # no answers cached: the records alone
+        return _compare_in(DirStore(cache_dir / "runs"), None, args)
+    opened = open_store(url, cache_dir)
+    try:
+        return _compare_in(opened.runs, opened.answers, args)
+    finally:
+        opened.close()
+
+
+def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Namespace) -> int:
     names = tasks.names() if args.all else ("",)
     pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
@@ -161,18 +173,9 @@ def _compare(args: argparse.Namespace) -> int:
         found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed))
     else:
         found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
-    from evals.store.cache import ResponseCache  # here: diskcache is needed only to show answers
-
-    cache = ResponseCache(cache_dir) if (cache_dir / "responses").is_dir() else None
-    try:
-        found = [
-            with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)
-        ]
-        if args.html is not None:
-            _write_html(found, scores, store, cache, args.html)
-    finally:
-        if cache is not None:
-            cache.close()
+    found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
+    if args.html is not None:
+        _write_html(found, scores, store, cache, args.html)
     if args.html != "-":
         _print(found, args)
     if args.html not in (None, "-"):
@@ -183,7 +186,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _write_html(
     found: list[Comparison],
     scores: list[tuple[RunScores, RunScores]],
-    store: DirStore,
+    store: RunStore,
     cache: AnswerCache | None,
     target: str,
 ) -> None:
@@ -193,7 +196,7 @@ def _write_html(
     write_page(comparison_html(found, scores, store, cache), target)
 
 
-def _load_pair(store: DirStore, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
+def _load_pair(store: RunStore, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
     runs = []
     for ref, narrowing, option in (
         (base, args.base_filter, "--base-filter"),

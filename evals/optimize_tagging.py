@@ -56,8 +56,10 @@ from evals.cli.tagging_search import (
 )
 from evals.corpus.cases import TaggingCase
 from evals.engine.pipeline import CachedChat
-from evals.store.cache import Identity, ResponseCache, resolve_cache_dir
-from evals.store.records import DirStore, write_atomic
+from evals.store.keys import Identity
+from evals.store.open import Opened, open_store
+from evals.store.records import write_atomic
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.tagging_eval import gate, load_cases
 
 __all__ = [
@@ -122,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         help="where an accepted artifact goes (default evals/prompts/tagging.json)",
     )
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
     add_backend_options(parser, default_backend="auto")
     return parser
@@ -145,16 +148,16 @@ def main(argv: Sequence[str] | None = None, *, backend_factory: BackendFactory =
 def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     train, judged = load_cases(split="train"), load_cases(split=args.split)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    cache = ResponseCache(cache_dir)
+    store = open_store(resolve_store_url(args.store), cache_dir)
     try:
         backend = backend_factory(settings_from_args(args, default_backend="auto"))
         try:
             identity = Identity.of(backend)
-            outcome = _optimise(args, backend, cache, identity, train, judged)
+            outcome = _optimise(args, backend, store, identity, train, judged)
         finally:
             backend.close()
     finally:
-        cache.close()
+        store.close()
     written = _write_artifact(args.output, outcome.search.prompt) if outcome.decision.verdict == "ship" else None
     kept = record(args, cache_dir, identity, outcome, written)
     if args.json:
@@ -167,18 +170,18 @@ def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
 def _optimise(
     args: argparse.Namespace,
     backend: Backend,
-    cache: ResponseCache,
+    opened: Opened,
     identity: Identity,
     train: Sequence[TaggingCase],
     judged: Sequence[TaggingCase],
 ) -> Outcome:
+    cache, store = opened.answers, opened.runs
     budgeted = BudgetedChat(CachedChat.from_backend(backend, cache, identity), args.budget)
     label = f"attest/{identity.kind}/{identity.model}"
     found = search(
         budgeted, train, seed=args.seed, max_demos=args.max_demos, instructions=BASELINE.instructions, label=label
     )
     dev_chat = CachedChat.from_backend(backend, cache, identity)
-    store = DirStore(cache.directory / "runs")
     baseline = run_prompt(dev_chat, store, judged, BASELINE, "optimiser baseline", split=args.split)
     candidate = run_prompt(dev_chat, store, judged, found.prompt, "optimiser candidate", split=args.split)
     runs = Run(baseline.manifest, baseline.report), Run(candidate.manifest, candidate.report)

@@ -32,9 +32,18 @@ from evals import tasks
 from evals.corpus.cases import AnyCase
 from evals.engine import provenance
 from evals.engine.execute import report_of
-from evals.engine.pipeline import EvalResult, MissingSampleError, Task, corpus_digests, load_cases, score_planned
-from evals.store.cache import ResponseCache, resolve_cache_dir
-from evals.store.records import Decision, DirStore, Manifest, Report, RunError
+from evals.engine.pipeline import (
+    AnswerCache,
+    EvalResult,
+    MissingSampleError,
+    Task,
+    corpus_digests,
+    load_cases,
+    score_planned,
+)
+from evals.store.open import open_store
+from evals.store.records import Decision, Manifest, Report, RunError, RunStore
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
@@ -48,7 +57,7 @@ class Rescored:
 
 
 def find_runs(
-    store: DirStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
+    store: RunStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
 ) -> list[Manifest]:
     """The runs to re-score: one named run, all complete runs, or the latest complete run per task.
 
@@ -63,7 +72,7 @@ def find_runs(
     return list(latest.values())
 
 
-def _manifests(store: DirStore, skipped: list[str] | None) -> list[Manifest]:
+def _manifests(store: RunStore, skipped: list[str] | None) -> list[Manifest]:
     found = []
     for run_id in store.run_ids():
         try:
@@ -78,7 +87,7 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
 
 
-def rescore_run(manifest: Manifest, cache: ResponseCache, corpus: Path | None = None) -> Rescored:
+def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
     """Score a run's cached samples with today's scorer against today's labels."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
@@ -127,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
     parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument(
         "--corpus", type=Path, help="read the labels from this corpus file instead of the run's own (needs --run)"
     )
@@ -143,22 +153,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    cache_dir = resolve_cache_dir(args.cache_dir)
-    store = DirStore(cache_dir / "runs")
-    skipped: list[str] = []
-    manifests = find_runs(store, run_id=args.run, every=args.all, skipped=skipped)
-    for line in skipped:
-        print(printable(line), file=sys.stderr)
-    if not manifests:
-        raise AttestError(f"no complete runs in {store.root}: run an eval first (nox -s eval-reaction)")
-    cache = ResponseCache(cache_dir)
+    opened = open_store(resolve_store_url(args.store), resolve_cache_dir(args.cache_dir))
     try:
-        return _rescore_runs(manifests, store, cache, args)
+        skipped: list[str] = []
+        manifests = find_runs(opened.runs, run_id=args.run, every=args.all, skipped=skipped)
+        for line in skipped:
+            print(printable(line), file=sys.stderr)
+        if not manifests:
+            raise AttestError(f"no complete runs in {opened.where}: run an eval first (nox -s eval-reaction)")
+        return _rescore_runs(manifests, opened.runs, opened.answers, args)
     finally:
-        cache.close()
+        opened.close()
 
 
-def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCache, args: argparse.Namespace) -> int:
+def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache, args: argparse.Namespace) -> int:
     start = time.perf_counter()
     rows = []
     rescored: dict[str, Rescored] = {}
@@ -193,7 +201,7 @@ def _rescore_runs(manifests: list[Manifest], store: DirStore, cache: ResponseCac
 
 
 def recheck_decisions(
-    store: DirStore, cache: ResponseCache, rescored: dict[str, Rescored], corpus: Path | None = None
+    store: RunStore, cache: AnswerCache, rescored: dict[str, Rescored], corpus: Path | None = None
 ) -> list[dict[str, Any]]:
     """Every decision recorded beside a re-scored run, recomputed from the cache alone.
 

@@ -10,6 +10,14 @@
   (a dry run unless `--yes`), never a run another process is writing.
 - `gc`: removes cache entries that no remaining run references (dry run unless `--yes`).
 
+- `push` / `pull` (with `--store URL` or ATTEST_STORE): copy answers and run records from the
+  local cache to a team's store, or back; idempotent and resumable (evals/store/sync.py).
+
+With `--store URL` (or ATTEST_STORE), `list`, `show` read the team's store; `list` then
+also shows who made each run (user@host, git commit). `prune` and `gc` act on the local cache.
+
+RUN is a run id, or `TASK@latest` / `TASK@previous`.
+
 RUN is a run id, or `TASK@latest` / `TASK@previous`.
 """
 
@@ -18,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -25,9 +34,12 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.store.cache import ResponseCache, resolve_cache_dir
-from evals.store.records import DirStore, Manifest, RunError
+from evals.store.cache import ResponseCache
+from evals.store.open import StoreAnswers, open_store
+from evals.store.records import Decision, DirStore, Manifest, Report, RunError, RunStore
 from evals.store.refs import RunRow, list_runs, resolve_ref
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.sync import sync
 
 __all__ = ["main"]
 
@@ -45,16 +57,23 @@ def _age(created: float) -> str:
 _COLUMNS = ("task", "status", "backend", "model", "split")
 
 
-def _list(store: DirStore, args: argparse.Namespace) -> int:
+def _list(store: RunStore, args: argparse.Namespace) -> int:
     rows = list_runs(store, _known_task(store, args.task))
+    authors = store.authors() if hasattr(store, "authors") else None  # a team's store says who made each run
     if args.json:
-        print(json.dumps([r.to_json() for r in rows], indent=1))
+        by = {k: a.model_dump() for k, a in (authors or {}).items()}
+        print(
+            json.dumps(
+                [{**r.to_json(), **({"by": by.get(r.run_id)} if authors is not None else {})} for r in rows], indent=1
+            )
+        )
         return 0
     shown = [{k: printable(str(v)) for k, v in r.to_json().items()} for r in rows if r.summary is not None]
     # columns as wide as their widest value: a model name is never cut (a hand-edited one is capped on read)
     width = {c: max([len(c), *(len(t[c]) for t in shown)]) for c in _COLUMNS}
     head = " ".join(f"{c:<{width[c]}}" for c in _COLUMNS)
-    print(f"{'run':<38} {head} {'n':>4} {'prompt':<12} {'score':>6} {'age':>5}")
+    by_header = f" {'by':<24} {'commit':<8}" if authors is not None else ""
+    print(f"{'run':<38} {head} {'n':>4} {'prompt':<12} {'score':>6} {'age':>5}{by_header}")
     for row in rows:
         if row.summary is None:
             print(f"{row.run_id:<38} unreadable: {printable(row.problem)}")
@@ -63,40 +82,71 @@ def _list(store: DirStore, args: argparse.Namespace) -> int:
         t = {k: printable(str(v)) for k, v in d.items()}  # a hand-edited manifest may hold terminal escapes
         score = "-" if d["score"] is None else f"{d['score']:.3f}"
         cells = " ".join(f"{t[c]:<{width[c]}}" for c in _COLUMNS)
-        print(f"{row.run_id:<38} {cells} {d['n']:>4} {t['prompt'][:12]:<12} {score:>6} {_age(d['created']):>5}")
+        print(
+            f"{row.run_id:<38} {cells} {d['n']:>4} {t['prompt'][:12]:<12} {score:>6} {_age(d['created']):>5}"
+            + (_author(authors.get(row.run_id)) if authors is not None else "")
+        )
     return 0
 
 
-def _known_task(store: DirStore, task: str | None) -> str | None:
+def _known_task(store: RunStore, task: str | None) -> str | None:
     """`task` when it names a task; an unknown one is an error naming the known ones, not an empty table."""
     if task is None:
         return None
     from evals import tasks  # the task modules load only when a task is named
 
     if task not in tasks.names():
-        raise AttestError(f"unknown task {task!r} (listing {store.root}): {tasks.known()}")
+        where = getattr(store, "root", None) or getattr(store, "where", "the store")
+        raise AttestError(f"unknown task {task!r} (listing {where}): {tasks.known()}")
     return task
 
 
-def _show(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
+def _author(author: Any) -> str:
+    if author is None:
+        return f" {'?':<24} {'?':<8}"
+    return f" {printable(f'{author.user}@{author.host}')[:24]:<24} {printable(author.git_commit or '-')[:8]:<8}"
+
+
+def _sync(command: str, url: str | None, cache_dir: Any) -> int:
+    """`push`: the local cache into the store; `pull`: the store into the local cache."""
+    from evals.engine.execute import Prompts  # here: the engine is heavy and `runs list` never needs it
+
+    if url is None:
+        raise AttestError(f"`runs {command}` needs a store: give --store URL or set ATTEST_STORE")
+    models: dict[str, Any] = {
+        "manifest": Manifest,
+        "prompts": Prompts,
+        "report": Report,
+        "decision": Decision,
+        "rescore": Report,
+    }
+    line, warning = sync(command, open_store(None, cache_dir), open_store(url, cache_dir), models)
+    print(line)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _show(url: str | None, cache_dir: Any, args: argparse.Namespace) -> int:
     from evals.render.show import show_run
 
-    if "@" in args.run:
-        _known_task(store, args.run.partition("@")[0])
-    run_id = resolve_ref(store, args.run)
-    cache = ResponseCache(cache_dir)
+    opened = open_store(url, cache_dir)
+    store, cache = opened.runs, opened.answers
     try:
+        if "@" in args.run:
+            _known_task(store, args.run.partition("@")[0])
+        run_id = resolve_ref(store, args.run)
         if args.html is not None:
             if args.case is not None:
                 raise AttestError("--html writes the whole run's page; drop --case (the page filters by text)")
             return _show_html(store, cache, run_id, args.html)
         print(show_run(store, cache, run_id, case=args.case, as_json=args.json))
     finally:
-        cache.close()
+        opened.close()
     return 0
 
 
-def _show_html(store: DirStore, cache: ResponseCache, run_id: str, target: str) -> int:
+def _show_html(store: RunStore, cache: StoreAnswers, run_id: str, target: str) -> int:
     from evals.render.html import write_page
     from evals.render.pages import stored_run_html
 
@@ -196,6 +246,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
     parser.add_argument("--cache-dir", help=CACHE_DIR_HELP)
+    parser.add_argument("--store", help=STORE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first")
     ls.add_argument("--task", help="only this task's runs")
@@ -215,8 +266,11 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
-    for command in (ls, show, prune, gc):  # the shared option before or after the subcommand
+    push = sub.add_parser("push", help="copy the local cache's answers and runs into the store (--store, ATTEST_STORE)")
+    pull = sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
+    for command in (ls, show, prune, gc, push, pull):  # the shared options before or after the subcommand
         command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
+        command.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
     return parser
 
 
@@ -234,16 +288,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
-    if not cache_dir.is_dir():
+    url = resolve_store_url(args.store)
+    if args.command in ("push", "pull"):
+        return _sync(args.command, url, cache_dir)
+    if url is None and not cache_dir.is_dir():
         raise AttestError(
             f"no cache directory {cache_dir}: run an eval first (nox -s eval-reaction), "
             "or give the cache with --cache-dir or ATTEST_CACHE_DIR"
         )
+    if args.command == "show":
+        return _show(url, cache_dir, args)
+    if args.command == "list" and url is not None:
+        opened = open_store(url, cache_dir)
+        try:
+            return _list(opened.runs, args)
+        finally:
+            opened.close()
     store = DirStore(cache_dir / "runs")
     if args.command == "list":
         return _list(store, args)
-    if args.command == "show":
-        return _show(store, cache_dir, args)
+    if url is not None:
+        raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
     if args.command == "prune":
         return _prune(store, args)
     return _gc(store, cache_dir, args)

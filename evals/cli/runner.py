@@ -30,8 +30,10 @@ from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
 from evals.render.page_run import Texts, answer_texts
 from evals.render.report import annotate, degenerate_warnings, print_report, write_run_page
-from evals.store.cache import Identity, ResponseCache, resolve_cache_dir, resolve_lease_wait
-from evals.store.records import DirStore
+from evals.store.keys import Identity
+from evals.store.open import Opened, open_store
+from evals.store.records import DirStore, RunStore
+from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
 
@@ -70,6 +72,7 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--concurrency", type=at_least(1), help="model calls in flight (default: 1, or 4 for openai)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
+    parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument(
         "--lease-wait",
         type=positive_seconds,
@@ -129,32 +132,35 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     if args.limit is not None:
         cases = stratified(cases, args.limit)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    cache = ResponseCache(cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
+    store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
         backend = backend_factory(settings_from(args))
         try:
             only = tuple(dict.fromkeys(args.case))
             spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)
-            outcome = _generate_and_score(spec, args, cache, backend)
+            outcome = _generate_and_score(spec, args, store, backend)
         finally:
             backend.close()
-        texts = answer_texts(cache, outcome.manifest.samples)  # for the degenerate-answer warnings and the page
+        texts = answer_texts(store.answers, outcome.manifest.samples)  # for the degenerate-answer warnings and the page
+        _show(outcome, args, store.runs, store.answers.warnings, texts)
     finally:
-        cache.close()
-    _show(outcome, args, DirStore(cache_dir / "runs"), cache.warnings, texts)
+        store.close()
     return 0
 
 
-def _generate_and_score(spec: RunSpec, args: argparse.Namespace, cache: ResponseCache, backend: Backend) -> RunOutcome:
-    chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
+def _generate_and_score(spec: RunSpec, args: argparse.Namespace, store: Opened, backend: Backend) -> RunOutcome:
+    chat = CachedChat.from_backend(backend, store.answers, Identity.of(backend))
     concurrency = args.concurrency or _default_concurrency(backend)
-    store = DirStore(cache.directory / "runs")
     try:
-        return execute(
-            spec, chat, store, concurrency=concurrency, progress=stderr_progress(f"{spec.task.name} {spec.split}")
+        outcome = execute(
+            spec, chat, store.runs, concurrency=concurrency, progress=stderr_progress(f"{spec.task.name} {spec.split}")
         )
     except BackendError as exc:
         raise BackendError(f"{exc} (every answer received so far is cached: rerun to continue)", url=exc.url) from None
+    if store.shared:
+        report = outcome.report.model_copy(update={"generate": {**outcome.report.generate, "store": store.where}})
+        outcome = dataclasses.replace(outcome, report=report)
+    return outcome
 
 
 def _default_concurrency(backend: Backend) -> int:
@@ -166,7 +172,7 @@ def _default_concurrency(backend: Backend) -> int:
 
 
 def _show(
-    outcome: RunOutcome, args: argparse.Namespace, store: DirStore, warnings: Sequence[str], texts: Texts
+    outcome: RunOutcome, args: argparse.Namespace, store: RunStore, warnings: Sequence[str], texts: Texts
 ) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -176,7 +182,10 @@ def _show(
     if args.json:
         print(json.dumps(outcome.report.model_dump(mode="json"), indent=1))
     else:
-        print_report(outcome, store.run_dir(outcome.run_id), worst=args.worst, degenerate=degenerate)
+        where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
+        print_report(outcome, where, worst=args.worst, degenerate=degenerate)
+    if not isinstance(store, DirStore):  # a team's store: the page is written on demand (`runs show ID --html FILE`)
+        return
     try:
         page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
     except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing

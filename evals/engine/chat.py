@@ -1,20 +1,21 @@
 """The answers side of the pipeline: where a sample's answer comes from.
 
-`CachedChat` answers from a cache (`AnswerCache`: the disk `ResponseCache` or the
-in-memory `MemoryCache`) and asks the model only on a miss; `CacheOnlyChat` is the
-score stage's client, which raises on any miss; `unsampled` adapts a plain
+`CachedChat` answers from a cache (`AnswerCache`, evals.store.protocols.Answers: the disk
+`ResponseCache`, a team's PostgreSQL store, or the in-memory `MemoryCache`) and asks the
+model only on a miss; `CacheOnlyChat` is the score stage's client, which raises on any miss; `unsampled` adapts a plain
 `chat_json` (a backend, a test's fake) to the `SampleChat` the loop calls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
-from evals.store.cache import Entry, Identity, request_key, request_seed
+from evals.store.keys import Entry, Identity, request_key, request_seed, this_worker
+from evals.store.protocols import Answers
 
 __all__ = [
     "AnswerCache",
@@ -37,18 +38,7 @@ class MissingSampleError(AttestError):
     """The score stage needed a sample that is not in the cache."""
 
 
-class AnswerCache(Protocol):
-    """What the pipeline needs of a cache: `ResponseCache` on disk, `MemoryCache` in memory."""
-
-    warnings: list[str]
-
-    def get(self, key: str) -> Entry | None: ...
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
-
-    def put(self, key: str, entry: Entry) -> None: ...
-
-    def lease(self, key: str) -> AbstractContextManager[bool]: ...
+AnswerCache = Answers  # what the pipeline needs of a store
 
 
 class MemoryCache:
@@ -68,7 +58,7 @@ class MemoryCache:
         self.entries[key] = entry
 
     @contextmanager
-    def lease(self, key: str) -> Iterator[bool]:
+    def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
         yield key not in self.entries
 
 
@@ -79,15 +69,18 @@ class CachedChat:
     such as a test's fake; the sample index is passed on, so repeats can be sampled.
     """
 
-    def __init__(self, ask: SampleChat, cache: AnswerCache, identity: Identity) -> None:
+    def __init__(self, ask: SampleChat, cache: AnswerCache, identity: Identity, *, server: str = "") -> None:
         self.ask = ask
         self.cache = cache
         self.identity = identity
         self.calls = 0
+        self.worker = this_worker()
+        self.server = server  # the model server's URL without credentials, recorded with each answer
 
     @classmethod
     def from_backend(cls, backend: Backend, cache: AnswerCache, identity: Identity | None = None) -> CachedChat:
-        return cls(_backend_ask(backend), cache, identity or Identity.of(backend))
+        server = getattr(backend, "host", None) or getattr(backend, "base_url", None) or getattr(backend, "kind", "")
+        return cls(_backend_ask(backend), cache, identity or Identity.of(backend), server=str(server))
 
     def __call__(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
         return self.fetch(request_key(self.identity, messages, schema, sample), messages, schema, sample)[0]
@@ -96,19 +89,30 @@ class CachedChat:
         self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int = 0
     ) -> tuple[Entry, bool]:
         """The entry for `key` and whether it was a hit; a miss calls the model and stores the answer."""
+        found = self.try_fetch(key, messages, schema, sample, wait=True)
+        assert found is not None  # waiting never yields "held"
+        return found
+
+    def try_fetch(
+        self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int = 0, *, wait: bool
+    ) -> tuple[Entry, bool] | None:
+        """`fetch`, or with `wait=False` None at once when another live run holds the sample's lease."""
         entry = self.cache.get(key)
         if entry is not None:
             return entry, True
-        with self.cache.lease(key) as mine:
+        with self.cache.lease(key, wait=wait) as mine:
+            if mine is None:
+                return None
             if not mine:
                 found = self.cache.get(key)
                 if found is not None:
                     return found, True
             self.calls += 1
             response = self.ask(messages, schema, sample)
-            entry = response if isinstance(response, Entry) else Entry.of(response)
-            self.cache.put(key, entry)
-            return entry, False
+            who = {"worker": self.worker, "server": self.server}
+            stored = response if isinstance(response, Entry) else Entry.of(response, **who)
+            self.cache.put(key, stored)
+            return stored, False
 
 
 def _backend_ask(backend: Backend) -> SampleChat:
@@ -149,4 +153,3 @@ def unsampled(chat_json: Callable[[Sequence[Message], Mapping[str, Any]], ChatRe
         return chat_json(messages, schema)
 
     return call
-

@@ -34,14 +34,14 @@ from evals.engine.pipeline import (
     plan,
     score_planned,
 )
-from evals.store.cache import Identity
+from evals.store.keys import Identity
+from evals.store.protocols import Runs
 from evals.store.records import (
     Manifest,
     MemoryStore,
     Provenance,
     Report,
     RunProgress,
-    RunStore,
     SampleRef,
     new_run_id,
 )
@@ -89,7 +89,7 @@ class RunOutcome:
 def execute(
     spec: RunSpec,
     chat: CachedChat,
-    store: RunStore,
+    store: Runs,
     *,
     concurrency: int = 1,
     progress: Progress | None = None,
@@ -123,7 +123,7 @@ def execute(
     return RunOutcome(run_id, manifest, stats, result, report, spec)
 
 
-def _recording_progress(store: RunStore, run_id: str, shown: Progress | None, every: float = 1.0) -> Progress:
+def _recording_progress(store: Runs, run_id: str, shown: Progress | None, every: float = 1.0) -> Progress:
     """`shown`, plus progress.json rewritten at most every `every` seconds (and at the end), so another
     process listing the runs sees k/n of this one while it generates."""
     last = [-every]
@@ -183,6 +183,7 @@ def report_of(manifest: Manifest, result: EvalResult, stats: GenerateStats | Non
     generate: dict[str, Any] = {}
     if stats is not None:
         generate = {"samples": stats.samples, "hits": stats.hits, "misses": stats.misses, "seconds": stats.seconds}
+        generate.update(workers=stats.workers, servers=stats.servers)
     return Report(
         run_id=manifest.run_id,
         task=manifest.task,
@@ -210,7 +211,7 @@ def evaluate(
     *,
     repeat: int = 1,
     on_case: Callable[[CaseResult], None] | None = None,
-    store: RunStore | None = None,
+    store: Runs | None = None,
 ) -> EvalResult:
     """Run `cases` through `chat_json` in process: the same loop as the run scripts, in memory."""
     spec = RunSpec(task, cases, cases, task.corpus, "all", repeat)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from evals.engine.chat import (
     unsampled,
 )
 from evals.engine.task import Task
-from evals.store.cache import Identity, request_key
+from evals.store.keys import Identity, request_key
 
 __all__ = [
     "AnswerCache",
@@ -101,6 +102,8 @@ class GenerateStats:
     misses: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    workers: dict[str, int] = field(default_factory=dict)  # samples of this run each worker produced
+    servers: dict[str, int] = field(default_factory=dict)  # ... and each model server
 
 
 Progress = Callable[[GenerateStats], None]
@@ -116,9 +119,11 @@ def generate(
 ) -> GenerateStats:
     """Fill the cache for every planned sample; at most `concurrency` model calls in flight.
 
-    Hits are settled first, in order; misses go to a thread pool. The first failed
-    request stops the run (after the backend's own retries); everything answered
-    before it is already in the cache, so a rerun asks only for what is missing.
+    Hits are settled first, in order; misses go to a thread pool. A miss another live
+    run (another worker on a shared store) holds is skipped and come back to after the
+    rest, when its answer is read once the holder stored it. The first failed request
+    stops the run (after the backend's own retries); everything answered before it is
+    already in the cache, so a rerun asks only for what is missing.
     """
     stats = GenerateStats(samples=len(planned))
     start = time.perf_counter()
@@ -129,19 +134,33 @@ def generate(
     if progress:
         progress(stats)
     lock = threading.Lock()
+    held: list[Planned] = []
 
-    def one(p: Planned) -> None:
-        _, hit = chat.fetch(p.key, p.messages, schema, p.sample)
+    def attempt(p: Planned, wait: bool) -> None:
+        got = chat.try_fetch(p.key, p.messages, schema, p.sample, wait=wait)
         with lock:
-            stats.hits += hit
-            stats.misses += not hit
+            if got is None:
+                held.append(p)
+                return
+            stats.hits += got[1]
+            stats.misses += not got[1]
             if progress:
                 progress(stats)
 
-    run_bounded(one, misses, concurrency)
+    run_bounded(lambda p: attempt(p, False), misses, concurrency)
+    order = {p.key: n for n, p in enumerate(misses)}
+    run_bounded(lambda p: attempt(p, True), sorted(held, key=lambda p: order[p.key]), concurrency)
+    _count_producers(stats, chat.cache, planned)
     stats.seconds = time.perf_counter() - start
     stats.warnings = list(chat.cache.warnings)
     return stats
+
+
+def _count_producers(stats: GenerateStats, cache: AnswerCache, planned: Sequence[Planned]) -> None:
+    """How many of the run's samples each worker and each model server produced (unknown: stored before)."""
+    entries = [e for e in cache.get_many([p.key for p in planned]).values() if e is not None]
+    stats.workers = dict(Counter(e.worker or "unknown" for e in entries).most_common())
+    stats.servers = dict(Counter(e.server or "unknown" for e in entries).most_common())
 
 
 # --- scoring ---------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from evals.analysis import baselines
 from evals.analysis.degenerate import degenerate
 from evals.analysis.stub_texts import stub_texts
 from evals.engine.execute import RunOutcome
-from evals.store.records import DirStore, RunError, RunStore, write_atomic
+from evals.store.protocols import Runs
+from evals.store.records import DirStore, RunError, write_atomic
 
 __all__ = ["annotate", "degenerate_warnings", "inputs_sha256", "print_report", "write_run_page"]
 
@@ -49,7 +50,7 @@ _CODE = [
 ]
 
 
-def annotate(outcome: RunOutcome, store: RunStore | None = None) -> RunOutcome:
+def annotate(outcome: RunOutcome, store: Runs | None = None) -> RunOutcome:
     """The outcome with its report's uncertainty block filled in; unchanged if it does not know its cases.
 
     With a `store`, a block computed from the same inputs by one of the task's latest
@@ -99,7 +100,7 @@ def _strategies_source(task: Any) -> Path:
     return Path(inspect.getfile(task.strategies))
 
 
-def _reusable(store: RunStore, outcome: RunOutcome, key: str) -> dict[str, Any] | None:
+def _reusable(store: Runs, outcome: RunOutcome, key: str) -> dict[str, Any] | None:
     mark = f"-{outcome.manifest.task}-"
     recent = [r for r in store.run_ids() if mark in r and r != outcome.run_id][-REUSE_LOOKBACK:]
     for run_id in reversed(recent):
@@ -134,7 +135,7 @@ def write_run_page(
     return path
 
 
-def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5, degenerate: Sequence[str] = ()) -> None:
+def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = ()) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
     `degenerate` warnings are printed under the headline."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
@@ -152,6 +153,8 @@ def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5, degenera
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
+    for line in producer_lines(stats.workers, stats.servers):
+        print(line)
     for line in _summary_lines(result.summary, block.get("verdicts")):
         print(line)
     shown = [r for r in result.worst(worst) if r.score < 1.0] if worst else []
@@ -159,8 +162,15 @@ def print_report(outcome: RunOutcome, run_dir: Path, *, worst: int = 5, degenera
         print("  worst cases:")
     for r in shown:
         print(f"    {r.score:.2f}  {r.id}#{r.sample}: {printable('; '.join(r.errors) or '(no errors)')}")
-    print(f"  report          {run_dir / 'report.json'}")
+    shown_at = run_dir / "report.json" if isinstance(run_dir, Path) else f"run {outcome.run_id} in {run_dir}"
+    print(f"  report          {printable(str(shown_at))}")
     print(f"  answers         python -m evals.runs show {outcome.run_id}")
+
+
+def producer_lines(workers: dict[str, int], servers: dict[str, int]) -> list[str]:
+    """Who produced the run's samples: each worker (user@host pid) and each model server, with a count."""
+    lines = [f"  worker          {printable(w)}: {n} samples" for w, n in workers.items()]
+    return lines + [f"  model server    {printable(s)}: {n} samples" for s, n in servers.items()]
 
 
 def _uncertainty_lines(block: dict[str, Any]) -> list[str]:

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from attest.text import printable, printable_json
-from evals.store.records import DirStore, Manifest, RunError
+from evals.store.records import Manifest, RunError, RunStore
 
 if TYPE_CHECKING:
     from evals.engine.pipeline import AnswerCache
@@ -16,7 +16,7 @@ __all__ = ["show_run"]
 
 
 def show_run(
-    store: DirStore, cache: AnswerCache, run_id: str, *, case: str | None = None, as_json: bool = False
+    store: RunStore, cache: AnswerCache, run_id: str, *, case: str | None = None, as_json: bool = False
 ) -> str:
     manifest = store.manifest(run_id)
     report = store.report(run_id)

@@ -1,35 +1,25 @@
-"""The response cache: diskcache with JSON entries, keyed by what determines the answer.
+"""The local store of answers: diskcache with JSON entries in `cache/responses/`.
 
-Key = sha256 of the canonical JSON of backend kind, base model, model digest,
-rendered messages, JSON schema, options and sample index. The URL, the API key,
-the case id and the time are not in the key. Entries are JSON (never pickle: a
-shared cache must not be able to run code) and keep their provenance.
+The key and the entry are `evals.store.keys` (the same in every store); this is
+the `Answers` protocol (evals.store.protocols) over diskcache.
 
 The diskcache layer beneath, hardened against a hostile `cache.db` (no value files,
 forced settings, one-line errors), is `evals.store.cache_db`. A lease is held by a random
 token kept alive by an OS lock (`evals.store.holders`), never judged by a pid; waiting on a
-live holder is said once and bounded (`LeaseTimeout`). This module is a little over
-300 lines: the cache's leases belong with the entries they protect.
-"""
+live holder is said once and bounded (`LeaseTimeout`)."""
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import math
-import os
 import shlex
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from attest.backends.types import Backend, ChatResponse, Message
-from attest.errors import run_reporting_errors
 from evals.store import holders
 from evals.store.cache_db import (
     DB_ERRORS,
@@ -43,9 +33,12 @@ from evals.store.cache_db import (
     failure,
     select_rows,
 )
+from evals.store.keys import SEEDING, Entry, Identity, entry_from_json, request_key, request_seed, samples_randomly
+from evals.store.settings import DEFAULT_LEASE_WAIT_S, resolve_cache_dir, resolve_lease_wait
 
 __all__ = [
     "DEFAULT_LEASE_WAIT_S",
+    "SEEDING",
     "CacheError",
     "Entry",
     "Identity",
@@ -53,105 +46,19 @@ __all__ = [
     "LeaseTimeout",
     "ResponseCache",
     "canonical_json",
-    "main",
     "request_key",
     "request_seed",
     "resolve_cache_dir",
     "resolve_lease_wait",
+    "samples_randomly",
 ]
 
-DEFAULT_CACHE_DIR = "cache"
-DEFAULT_LEASE_WAIT_S = 60.0
 _LOCK_PREFIX = "lock:"
 _POLL_S = 0.05
-# What Entry's fields must hold; valid JSON of the right keys but other types is corrupt too.
-_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
-    "text": str,
-    "latency_s": (int, float),
-    "prompt_tokens": (int, type(None)),
-    "completion_tokens": (int, type(None)),
-    "model": str,
-    "digest": str,
-    "created": (int, float),
-}
 
 
 class LeaseTimeout(CacheError):
     """Another live run held a sample's lease for longer than the wait allowed."""
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Everything about the model side of a request that can change the answer."""
-
-    kind: str
-    model: str
-    digest: str
-    options: Mapping[str, Any]
-
-    @classmethod
-    def of(cls, backend: Backend) -> Identity:
-        return cls(backend.kind, backend.model, backend.digest(), dict(backend.options))
-
-
-# How a sampling request's seed is chosen (`request_seed`); in the key of every sampling request.
-SEEDING = "base+request+sample/v1"
-
-
-def samples_randomly(options: Mapping[str, Any]) -> bool:
-    """Whether the options make the model sample (a temperature above 0), so the seed changes the answer."""
-    temperature = options.get("temperature", 0)
-    return isinstance(temperature, int | float) and temperature > 0
-
-
-def request_key(identity: Identity, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> str:
-    """sha256 hex of the canonical request: the cache key."""
-    payload: dict[str, Any] = {
-        "backend": identity.kind,
-        "model": identity.model,
-        "digest": identity.digest,
-        "messages": list(messages),
-        "schema": schema,
-        "options": identity.options,
-        "sample": sample,
-    }
-    if samples_randomly(identity.options):
-        payload["seeding"] = SEEDING  # the seed sent is derived from the request (request_seed)
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
-
-
-def request_seed(
-    options: Mapping[str, Any], messages: Sequence[Message], schema: Mapping[str, Any], sample: int
-) -> int | None:
-    """The seed to send with sample `sample` of this request; None: send the options' own.
-
-    A greedy request (temperature 0) keeps the options' seed, which changes nothing.
-    A sampling request gets base + h + sample, where h comes from the rendered request
-    itself: one base seed for a whole run would draw every case from the same random
-    stream, and two runs would then differ as wholes (a run-level effect the paired
-    per-case statistics do not model). With h, each case's draws are its own, repeats
-    of a case still differ by their sample index, and the seed is fixed by the key.
-    """
-    if not samples_randomly(options):
-        return None if sample == 0 else _base_seed(options) + sample
-    h = int(hashlib.sha256(canonical_json([list(messages), schema]).encode("utf-8")).hexdigest()[:7], 16)
-    return (_base_seed(options) + h + sample) % 2**31
-
-
-def _base_seed(options: Mapping[str, Any]) -> int:
-    seed = options.get("seed")
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
-
-
-@dataclass(frozen=True)
-class Entry(ChatResponse):
-    """A cached answer: the response as the model gave it, and when it was stored."""
-
-    created: float
-
-    @classmethod
-    def of(cls, response: ChatResponse) -> Entry:
-        return cls(**asdict(response), created=time.time())
 
 
 @dataclass(frozen=True)
@@ -166,25 +73,6 @@ def _foreign(holder: object) -> str:
     if isinstance(holder, _Unreadable):
         return f"unreadable ({holder.why})"
     return f"held by {repr(holder)[:60]}, not a holder token"
-
-
-def resolve_cache_dir(arg: str | os.PathLike[str] | None) -> Path:
-    """--cache-dir, then ATTEST_CACHE_DIR, then `cache/`."""
-    return Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
-
-
-def resolve_lease_wait(arg: float | None) -> float:
-    """--lease-wait, then ATTEST_LEASE_WAIT, then 60 s: how long to wait on another run's lease."""
-    raw: object = arg if arg is not None else os.environ.get("ATTEST_LEASE_WAIT", DEFAULT_LEASE_WAIT_S)
-    try:
-        seconds = float(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise CacheError(
-            f"the lease wait must be a number of seconds >= 0, not {raw!r}: fix --lease-wait or ATTEST_LEASE_WAIT"
-        )
-    return seconds
 
 
 def _print_line(line: str) -> None:
@@ -266,14 +154,8 @@ class ResponseCache:
     def _entry(self, key: str, raw: Any) -> Entry | None:
         if raw is None:
             return None
-        try:
-            entry = Entry(**raw)
-        except TypeError as exc:
-            return self._corrupt(key, f"unexpected shape: {exc}")
-        wrong = [k for k, kind in _ENTRY_TYPES.items() if not isinstance(raw[k], kind) or isinstance(raw[k], bool)]
-        if wrong:
-            return self._corrupt(key, f"unexpected shape: wrong type for {', '.join(wrong)}")
-        return entry
+        entry = entry_from_json(raw)
+        return self._corrupt(key, entry) if isinstance(entry, str) else entry
 
     def _corrupt(self, key: str, why: str) -> Entry | None:
         self._warn(f"cache entry {key[:12]} is unreadable ({why}); treating it as missing and regenerating")
@@ -288,13 +170,23 @@ class ResponseCache:
 
     # --- leases ---------------------------------------------------------------------------
 
+    def keys(self) -> Iterator[str]:
+        """Every answer's key (no leases), for `runs push`."""
+        with self._guard("list the cache"):
+            found = list(self._db.iterkeys())
+        return (k for k in found if isinstance(k, str) and not k.startswith(_LOCK_PREFIX))
+
+    @property
+    def where(self) -> str:
+        return str(self.directory)
+
     @contextmanager
-    def lease(self, key: str) -> Iterator[bool]:
+    def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
         """Hold the right to generate `key`; yields False if another run filled it meanwhile.
 
         A dead holder's lease (its OS lock is free) is broken at once; an unreadable one
         is removed with a warning; a live holder is waited on for at most `lease_wait_s`,
-        said once, then LeaseTimeout.
+        said once, then LeaseTimeout; with `wait=False` a live holder yields None at once.
         """
         name = _LOCK_PREFIX + key
         with self._guard("create a lease holder file"):
@@ -308,6 +200,9 @@ class ResponseCache:
             if holder is None:
                 continue
             if isinstance(holder, str) and holders.alive(self._holder.directory, holder):
+                if not wait:
+                    yield None
+                    return
                 self._wait_on(key, holder, deadline)
                 continue
             if not (isinstance(holder, str) and holders.TOKEN.fullmatch(holder)):
@@ -394,24 +289,7 @@ class ResponseCache:
         self._db.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m evals.store.cache unlock [--cache-dir DIR]`: drop the leases a stopped run left in the cache."""
-    parser = argparse.ArgumentParser(prog="python -m evals.store.cache", description="Maintain the response cache.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    unlock = commands.add_parser("unlock", help="drop every lease (a run stopped with Ctrl-Z holds its leases)")
-    unlock.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    args = parser.parse_args(argv)
-    return run_reporting_errors("evals.store.cache", lambda: _unlock(resolve_cache_dir(args.cache_dir)))
+if __name__ == "__main__":  # `python -m evals.store.cache unlock`, as every lease message says
+    from evals.store.unlock import main
 
-
-def _unlock(directory: Path) -> int:
-    cache = ResponseCache(directory)
-    try:
-        print(f"dropped {cache.unlock()} lease(s) in {directory}")
-    finally:
-        cache.close()
-    return 0
-
-
-if __name__ == "__main__":
     raise SystemExit(main())

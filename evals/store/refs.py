@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.store import run_index
-from evals.store.records import DirStore, RunError, RunProgress
+from evals.store.records import DirStore, RunError, RunProgress, RunStore
 from evals.store.run_index import Summary
 
 __all__ = ["FILTER_KEYS", "Resolved", "RunRow", "list_runs", "parse_filter", "resolve", "resolve_ref"]
@@ -34,12 +34,15 @@ class RunRow:
         return self.summary.model_dump()
 
 
-def list_runs(store: DirStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
+def list_runs(store: RunStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
     """Every run in the store, newest first by creation time (ids have a second's resolution).
 
     A run whose files are unchanged since `runs/.index.json` summarised them is taken from
-    there; any other is read and checked in full (and the index updated).
+    there; any other is read and checked in full (and the index updated). A shared store
+    (PostgreSQL) has no index: each run is read.
     """
+    if not isinstance(store, DirStore):
+        return sorted(_read_all(store, task), key=_created, reverse=True)
     known, fresh, rows = run_index.load(store.root), {}, []
     for run_id in store.run_ids():
         stamp = run_index.stamp(store.root / run_id, clock)
@@ -74,7 +77,20 @@ def _live(store: DirStore, summary: Summary) -> Summary:
     return summary.model_copy(update={"status": f"generating {shown}"})
 
 
-def _summary(store: DirStore, run_id: str) -> Summary:
+def _read_all(store: RunStore, task: str | None) -> list[RunRow]:
+    rows = []
+    for run_id in store.run_ids():
+        try:
+            summary = _summary(store, run_id)
+        except RunError as exc:
+            rows.append(RunRow(run_id, None, str(exc)))
+            continue
+        if task is None or summary.task == task:
+            rows.append(RunRow(run_id, summary))
+    return rows
+
+
+def _summary(store: RunStore, run_id: str) -> Summary:
     manifest = store.manifest(run_id)  # every record checked in full: a run that lists as readable is usable
     scored = store.report(run_id)
     return Summary.of(manifest, scored.overall if scored else None)
@@ -120,7 +136,7 @@ def parse_filter(text: str, where: str = "filter") -> dict[str, str]:
     return found
 
 
-def resolve(store: DirStore, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
+def resolve(store: RunStore, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
     """The run an id or `TASK@latest[,KEY=VALUE...]` / `TASK@previous[...]` names (complete runs only).
 
     `where` narrows a `@` reference further (as the `,KEY=VALUE` pairs do); a plain run id
@@ -131,7 +147,8 @@ def resolve(store: DirStore, ref: str, where: Mapping[str, str] | None = None) -
     if "@" not in head:
         if wanted:
             raise RunError(f"{ref!r}: a run id names one run; narrow TASK@latest or TASK@previous instead")
-        store.run_dir(head)
+        if isinstance(store, DirStore):
+            store.run_dir(head)
         return Resolved(head)
     task, _, which = head.partition("@")
     if which not in ("latest", "previous"):
@@ -141,7 +158,8 @@ def resolve(store: DirStore, ref: str, where: Mapping[str, str] | None = None) -
     index = 0 if which == "latest" else 1
     if len(complete) <= index:
         narrowed = "".join(f", {k}={v}" for k, v in wanted.items())
-        raise RunError(f"{ref!r}: {task}{narrowed} has {len(complete)} complete run(s) in {store.root}")
+        place = store.root if isinstance(store, DirStore) else getattr(store, "where", "the store")
+        raise RunError(f"{ref!r}: {task}{narrowed} has {len(complete)} complete run(s) in {place}")
     chosen = complete[index]
     newer = rows[: [r.run_id for r in rows].index(chosen)]
     skipped = tuple(f"{r.run_id} ({r.summary.status})" for r in newer if r.summary and r.summary.status != "complete")
@@ -152,6 +170,6 @@ def _matches(summary: Summary, wanted: Mapping[str, str]) -> bool:
     return all(str(getattr(summary, key)) == value for key, value in wanted.items())
 
 
-def resolve_ref(store: DirStore, ref: str) -> str:
+def resolve_ref(store: RunStore, ref: str) -> str:
     """A run id from an id or `TASK@latest` / `TASK@previous` (complete runs only), narrowed as `resolve` says."""
     return resolve(store, ref).run_id

@@ -1,0 +1,88 @@
+"""`open_store`: the one place that picks where answers and run records live.
+
+Unset (`--store` and `ATTEST_STORE` both empty): the local cache, `ResponseCache` in
+`<cache-dir>/responses/` and `DirStore` in `<cache-dir>/runs/`, exactly as for a single
+user. A PostgreSQL URL (`postgresql://user:pass@host:port/db`, or libpq's other forms
+such as `postgresql:///db?host=/socket/dir` or `host=h dbname=d`): `PgAnswers` and
+`PgRuns` over one connection (evals.store.postgres*; needs the `store` extra).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from evals.store.cache import ResponseCache
+from evals.store.cache_db import CacheError
+from evals.store.keys import Entry
+from evals.store.records import DirStore, RunStore
+from evals.store.settings import DEFAULT_LEASE_WAIT_S
+
+__all__ = ["Opened", "StoreAnswers", "open_store"]
+
+
+class StoreAnswers(Protocol):
+    """An opened store's answers: the `Answers` protocol plus listing and closing."""
+
+    warnings: list[str]
+
+    @property
+    def where(self) -> str: ...
+
+    def get(self, key: str) -> Entry | None: ...
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
+
+    def put(self, key: str, entry: Entry) -> None: ...
+
+    def lease(self, key: str, *, wait: bool = True) -> AbstractContextManager[bool | None]: ...
+
+    def keys(self) -> Iterator[str]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A store's answers and run records; `where` names it (a directory, or host and database, never a password)."""
+
+    answers: StoreAnswers
+    runs: RunStore  # the base of DirStore and PgRuns; it satisfies the Runs protocol
+    where: str
+    shared: bool
+
+    def __iter__(self) -> Iterator[object]:  # `answers, runs = open_store(...)`
+        return iter((self.answers, self.runs))
+
+    def close(self) -> None:
+        self.answers.close()
+
+
+def _print_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def open_store(url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAULT_LEASE_WAIT_S) -> Opened:
+    """The local cache under `cache_dir` when `url` is None, else the PostgreSQL store at `url`."""
+    if not url:
+        cache = ResponseCache(cache_dir, lease_wait_s=lease_wait_s)
+        return Opened(cache, DirStore(cache_dir / "runs"), str(cache_dir), shared=False)
+    try:
+        from evals.store import postgres, postgres_answers, postgres_runs
+    except ImportError as exc:
+        raise CacheError(
+            f"--store/ATTEST_STORE names a PostgreSQL store, but its client is not installed ({exc.name}): "
+            "pip install 'attest[store]'"
+        ) from None
+    conn = postgres.connect(url)
+    try:
+        postgres.ensure_schema(conn, url)
+        answers = postgres_answers.PgAnswers(conn, url, lease_wait_s=lease_wait_s, notify=_print_line)
+    except BaseException:
+        conn.close()
+        raise
+    return Opened(answers, postgres_runs.PgRuns(conn, url), postgres.describe(url), shared=True)

@@ -1,0 +1,94 @@
+"""Run records in a team's PostgreSQL store (`attest.records`): one row per (run id, record name).
+
+The body is the record's JSON (jsonb), checked against its strict model on every read,
+as `DirStore` checks its files; each row also says which host and user saved it and,
+for a manifest, its git commit, so `runs list --store URL` shows who made each run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+import psycopg
+from pydantic import BaseModel, ValidationError
+
+from evals.store.postgres import describe, guard, who
+from evals.store.records import Manifest, RunError, RunStore
+
+__all__ = ["PgRuns", "RunAuthor"]
+
+M = TypeVar("M", bound=BaseModel)
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as DirStore's
+
+
+class RunAuthor(BaseModel):
+    """Who saved a run's manifest."""
+
+    host: str
+    user: str
+    git_commit: str | None
+
+
+class PgRuns(RunStore):
+    """The run records of the store at `url`, over a connection the answers share."""
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+        self._conn = conn
+        self._url = url
+        self.where = describe(url)
+        self._host, self._user = who()
+
+    def _check(self, run_id: str) -> None:
+        if not _RUN_ID.fullmatch(run_id):
+            raise RunError(f"{run_id!r} is not a run id (letters, digits, '.', '_', '-'): list them with `runs list`")
+
+    def run_ids(self) -> list[str]:
+        with guard("list the runs", self._url):
+            return [r[0] for r in self._conn.execute("SELECT DISTINCT run_id FROM attest.records ORDER BY 1")]
+
+    def save(self, run_id: str, name: str, record: BaseModel) -> None:
+        self._check(run_id)
+        commit = record.provenance.git_commit if isinstance(record, Manifest) else None
+        with guard(f"save the {name} of run {run_id}", self._url):
+            self._conn.execute(
+                "INSERT INTO attest.records (run_id, name, body, host, username, git_commit) "
+                "VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (run_id, name) DO UPDATE SET "
+                "body = EXCLUDED.body, host = EXCLUDED.host, username = EXCLUDED.username, "
+                "git_commit = EXCLUDED.git_commit, saved_at = now()",
+                (run_id, name, record.model_dump_json(), self._host, self._user, commit),
+            )
+
+    def load(self, run_id: str, name: str, model: type[M]) -> M:
+        self._check(run_id)
+        with guard(f"read the {name} of run {run_id}", self._url):
+            row = self._conn.execute(
+                "SELECT body::text FROM attest.records WHERE run_id = %s AND name = %s", (run_id, name)
+            ).fetchone()
+        if row is None:
+            raise RunError(f"no run {run_id!r} in {self.where} (no {name}): list them with `runs list --store URL`")
+        try:
+            return model.model_validate_json(row[0])
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            raise RunError(
+                f"the {name} of run {run_id} in {self.where} is not valid (field {where}: {first['msg']}); "
+                "it was written by another version of attest"
+            ) from None
+
+    def exists(self, run_id: str, name: str) -> bool:
+        self._check(run_id)
+        with guard(f"read run {run_id}", self._url):
+            row = self._conn.execute(
+                "SELECT 1 FROM attest.records WHERE run_id = %s AND name = %s", (run_id, name)
+            ).fetchone()
+        return row is not None
+
+    def authors(self) -> dict[str, RunAuthor]:
+        """Who saved each run's manifest: host, user, git commit."""
+        with guard("list the runs", self._url):
+            rows = self._conn.execute(
+                "SELECT run_id, host, username, git_commit FROM attest.records WHERE name = 'manifest'"
+            ).fetchall()
+        return {r[0]: RunAuthor(host=r[1], user=r[2], git_commit=r[3]) for r in rows}

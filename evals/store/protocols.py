@@ -1,0 +1,77 @@
+"""The two things a store keeps, each behind one small protocol.
+
+- `Answers`: model answers by request key, plus per-key leases (claims) so that no
+  two runs ask the model for one sample. Local: `ResponseCache` (diskcache in
+  `cache/responses/`); shared: `PgAnswers` (evals.store.postgres); in memory:
+  `MemoryCache` (evals.engine.pipeline).
+- `Runs`: run records (manifest, prompts, report, decision, rescore) by run id.
+  Local: `DirStore` (`cache/runs/`); shared: `PgRuns`; in memory: `MemoryStore`.
+
+`evals.store.open.open_store` picks the pair from `--store` / `ATTEST_STORE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from evals.store.keys import Entry
+from evals.store.records import Manifest, Report
+
+__all__ = ["Answers", "Runs"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Answers(Protocol):
+    """Answers by key, and leases on keys. `where` names the store in messages (never a password)."""
+
+    warnings: list[str]
+
+    def get(self, key: str) -> Entry | None: ...
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
+
+    def put(self, key: str, entry: Entry) -> None: ...
+
+    def lease(self, key: str, *, wait: bool = True) -> AbstractContextManager[bool | None]:
+        """Hold the right to generate `key`: yields True (generate it), False (another run stored it
+        meanwhile: read it) or, with `wait=False`, None (another live run holds it now: come back later)."""
+        ...
+
+
+class Runs(Protocol):
+    """Run records by run id and record name."""
+
+    def run_ids(self) -> list[str]: ...
+
+    def save(self, run_id: str, name: str, record: BaseModel) -> None: ...
+
+    def load(self, run_id: str, name: str, model: type[M]) -> M: ...
+
+    def exists(self, run_id: str, name: str) -> bool: ...
+
+    def writing(self, run_id: str) -> AbstractContextManager[None]: ...
+
+    def manifest(self, run_id: str) -> Manifest: ...
+
+    def report(self, run_id: str) -> Report | None: ...
+
+
+class Closing(Protocol):
+    def close(self) -> None: ...
+
+
+def batches(keys: Iterator[str], size: int = 500) -> Iterator[list[str]]:
+    """`keys` in lists of at most `size`."""
+    batch: list[str] = []
+    for key in keys:
+        batch.append(key)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,112 @@
+"""`runs push` / `runs pull`: copy answers and run records from one store to another.
+
+Idempotent and resumable: an answer already in the target is skipped (answers are
+written in batches, each one statement or transaction, so a killed copy leaves whole
+batches behind and the next one carries on); a run record is copied when the target
+lacks it or holds another version of it (a run that completed since the last push).
+Answers go first, and a run's manifest last, so the target never lists a run whose
+answers it lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from evals.store.keys import Entry
+from evals.store.open import Opened
+from evals.store.protocols import batches
+from evals.store.records import RunError, RunStore
+
+__all__ = ["Copied", "copy_answers", "copy_runs", "sync"]
+
+Progress = Callable[[str], None]
+
+
+class _Source(Protocol):
+    def keys(self) -> Iterator[str]: ...
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
+
+
+class _Target(Protocol):
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
+
+    def put(self, key: str, entry: Entry) -> None: ...
+
+
+@dataclass
+class Copied:
+    copied: int = 0
+    skipped: int = 0  # already in the target, the same
+    unreadable: int = 0  # in the source but not readable there (another version, hand-edited)
+
+
+def copy_answers(source: _Source, target: _Target, progress: Progress | None = None) -> Copied:
+    """Every answer in `source` that `target` lacks, in batches of 500."""
+    done = Copied()
+    for batch in batches(source.keys()):
+        there = target.get_many(batch)
+        missing = [k for k in batch if there[k] is None]
+        found = source.get_many(missing)
+        items = [(k, e) for k, e in found.items() if e is not None]
+        put_many = getattr(target, "put_many", None)
+        if put_many is not None:
+            put_many(items)
+        else:
+            for key, entry in items:
+                target.put(key, entry)
+        done.copied += len(items)
+        done.skipped += len(batch) - len(missing)
+        done.unreadable += len(missing) - len(items)
+        if progress:
+            progress(f"answers: {done.copied} copied, {done.skipped} already there")
+    return done
+
+
+def copy_runs(source: RunStore, target: RunStore, models: Mapping[str, type[BaseModel]]) -> Copied:
+    """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or differs in."""
+    done = Copied()
+    names = sorted(models, key=lambda n: n == "manifest")  # the manifest last
+    for run_id in source.run_ids():
+        try:
+            records = [(n, source.load(run_id, n, models[n])) for n in names if source.exists(run_id, n)]
+        except RunError:
+            done.unreadable += 1
+            continue
+        with target.writing(run_id):
+            for name, record in records:
+                if target.exists(run_id, name) and _same(target, run_id, name, record):
+                    done.skipped += 1
+                    continue
+                target.save(run_id, name, record)
+                done.copied += 1
+    return done
+
+
+def _same(target: RunStore, run_id: str, name: str, record: BaseModel) -> bool:
+    try:
+        return target.load(run_id, name, type(record)) == record
+    except RunError:
+        return False
+
+
+def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[BaseModel]]) -> tuple[str, str]:
+    """`push` (local -> shared) or `pull` (shared -> local), closing both: the line to print, and a warning or ""."""
+    try:
+        source, target = (local, shared) if command == "push" else (shared, local)
+        answers = copy_answers(source.answers, target.answers)
+        runs = copy_runs(source.runs, target.runs, models)
+    finally:
+        shared.close()
+        local.close()
+    verb = "pushed to" if command == "push" else "pulled from"
+    line = (
+        f"{verb} {shared.where}: {answers.copied} answers ({answers.skipped} already there), "
+        f"{runs.copied} run records ({runs.skipped} already there)"
+    )
+    left = answers.unreadable + runs.unreadable
+    return line, f"{left} unreadable answers or runs were left behind (see `runs list`)" if left else ""
