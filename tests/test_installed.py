@@ -51,6 +51,7 @@ def test_runs_list_and_an_offline_eval_work_outside_a_checkout(tmp_path: Path) -
     where = _python(site, outside, "-c", probe)
     assert where.stdout.split() == [str(site / "evals" / "__init__.py"), "None"], where.stderr
     cache = tmp_path / "x"
+    cache.mkdir()  # a missing cache directory is an error of its own (tests/test_runs_papercuts.py)
     for argv in (["--cache-dir", str(cache), "list"], ["list", "--cache-dir", str(cache)]):
         listed = _python(site, outside, "-m", "evals.runs", *argv)
         assert listed.returncode == 0, listed.stderr

@@ -25,6 +25,9 @@ PAYLOAD = (
     '<svg onload="alert(4)"></svg><img src="http://127.0.0.1:9/beacon.png"><iframe src="http://127.0.0.1:9/"></iframe>'
     "--> <!-- $\\alpha$ \u202eevil\u0007\x1b[31m\u0085\u2028end"
 )
+# fingerprints, hashes and the commit are capped at 128 characters on read: the short payload still carries markup,
+# a bidi override and a control character
+SHORT = "<script>window.__pwned=1;alert(1)</script>\u202eevil\u0007"
 SEEN = [
     "<script>window.__pwned=1;alert(1)</script>",
     "</textarea>",
@@ -41,7 +44,7 @@ def _hostile(i: int) -> str:
 def _run_page(tmp_path: Path) -> tuple[Path, list[str]]:
     ids = [_hostile(i) for i in range(6)]
     manifest = Manifest(
-        run_id=_hostile(99),
+        run_id="20260101T000000-hostile-00000099",  # a run id is checked against a pattern on read
         task=_hostile(98),
         created=0.0,
         status="complete",
@@ -53,13 +56,13 @@ def _run_page(tmp_path: Path) -> tuple[Path, list[str]]:
         repeat=1,
         label=PAYLOAD,
         provenance=Provenance(
-            prompt_fingerprint=PAYLOAD,
+            prompt_fingerprint=SHORT,
             system_prompts=["x"],
-            scorer_fingerprint=PAYLOAD,
+            scorer_fingerprint=SHORT,
             attest_version=PAYLOAD,
             corpus=PAYLOAD,
-            corpus_sha256={"dev": PAYLOAD},
-            git_commit=PAYLOAD,
+            corpus_sha256={"dev": SHORT},
+            git_commit=SHORT,
         ),
         samples=[SampleRef(case=c, sample=0, key=f"k{i}") for i, c in enumerate(ids)],
     )
@@ -89,7 +92,7 @@ def _run_page(tmp_path: Path) -> tuple[Path, list[str]]:
         split="dev",
         repeat=1,
         scored_at=0.0,
-        scorer_fingerprint=PAYLOAD,
+        scorer_fingerprint=SHORT,
         corpus_sha256={},
         overall=0.5,
         n=6,
