@@ -36,7 +36,7 @@ from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
 from evals.store.cache import ResponseCache
 from evals.store.open import StoreAnswers, open_store
-from evals.store.records import Decision, DirStore, Manifest, Report, RunError, RunStore
+from evals.store.records import Decision, DirStore, Manifest, Prompts, Report, RunError, RunStore
 from evals.store.refs import RunRow, list_runs, resolve_ref
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
@@ -61,7 +61,7 @@ def _list(store: RunStore, args: argparse.Namespace) -> int:
     rows = list_runs(store, _known_task(store, args.task))
     authors = store.authors() if hasattr(store, "authors") else None  # a team's store says who made each run
     if args.json:
-        by = {k: a.model_dump() for k, a in (authors or {}).items()}
+        by = {k: a.to_dict() for k, a in (authors or {}).items()}
         print(
             json.dumps(
                 [{**r.to_json(), **({"by": by.get(r.run_id)} if authors is not None else {})} for r in rows], indent=1
@@ -109,7 +109,6 @@ def _author(author: Any) -> str:
 
 def _sync(command: str, url: str | None, cache_dir: Any) -> int:
     """`push`: the local cache into the store; `pull`: the store into the local cache."""
-    from evals.engine.execute import Prompts  # here: the engine is heavy and `runs list` never needs it
 
     if url is None:
         raise AttestError(f"`runs {command}` needs a store: give --store URL or set ATTEST_STORE")

@@ -22,6 +22,7 @@ import pytest
 from evals import explanation_eval, reaction_eval, rescore, tagging_eval
 from evals.analysis.pairing import load_run
 from evals.corpus.cases import TaggingCase
+from evals.store.models import decode
 from evals.store.records import Decision, DirStore
 from tests.recorded_runs import corpus_ids, record, write_corpus
 
@@ -74,7 +75,7 @@ def test_gate_returns_the_decision_it_records(tmp_path: Path) -> None:
 
 def test_the_decision_is_written_beside_the_candidate_run(tmp_path: Path) -> None:
     d = decided(tmp_path)
-    on_disk = Decision.model_validate_json((d.cache / "runs" / d.cand / "decision.json").read_text(encoding="utf-8"))
+    on_disk = decode((d.cache / "runs" / d.cand / "decision.json").read_text(encoding="utf-8"), Decision)
     assert on_disk == d.decision
     assert (on_disk.baseline_run, on_disk.candidate_run, on_disk.verdict, on_disk.n) == (d.base, d.cand, "ship", 20)
     assert on_disk.interval[0] > 0 and on_disk.p_value < 0.001
@@ -111,7 +112,7 @@ def test_a_scorer_change_that_flips_the_decision_is_reported(
     assert (found["recorded"], found["now"], found["unchanged"]) == ("ship", "regress", False)
     assert found["line"].endswith("margin 0)")
     recorded = (d.cache / "runs" / d.cand / "decision.json").read_text(encoding="utf-8")
-    assert Decision.model_validate_json(recorded) == d.decision  # re-checking never rewrites the record
+    assert decode(recorded, Decision) == d.decision  # re-checking never rewrites the record
 
 
 def test_the_recorded_margin_is_the_one_rechecked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -394,7 +394,7 @@ def test_the_optimiser_ships_only_on_tagging_evals_gate(
     def overruled(store: Any, base: Any, cand: Any, *, margin: float = 0.0) -> Decision:
         decision = tagging_eval.gate(store, base, cand, margin=margin)
         calls.append(decision)
-        return decision.model_copy(update={"verdict": "regress"})
+        return decision.replace(verdict="regress")
 
     monkeypatch.setattr(optimiser, "gate", overruled)
     artifact = tmp_path / "tagging.json"

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from attest.features import TagPrompt
 from evals import tagging_eval
 from evals.engine import provenance
+from evals.store.models import RecordError
 from evals.store.records import (
     Decision,
     DirStore,
@@ -39,7 +40,7 @@ RUN = "20260101T000000-tagging-0a1b2c3d"
 
 def manifest(run_id: str = RUN, *, task: str = "tagging", created: float = 1.7e9, status: str = "complete") -> Manifest:
     """A small valid manifest (two samples of one case)."""
-    return Manifest.model_validate(
+    return Manifest.from_dict(
         {
             "run_id": run_id,
             "task": task,
@@ -212,7 +213,7 @@ def test_a_run_id_that_is_a_path_is_refused(store: DirStore, run_id: str) -> Non
 def test_a_symlinked_run_directory_is_refused(store: DirStore, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "manifest.json").write_text(manifest().model_dump_json(), encoding="utf-8")
+    (outside / "manifest.json").write_text(manifest().to_json(), encoding="utf-8")
     store.root.mkdir(parents=True)
     (store.root / RUN).symlink_to(outside, target_is_directory=True)
     with pytest.raises(RunError, match="outside"):
@@ -428,8 +429,8 @@ def test_corpus_path_is_recorded_relative_and_read_back_against_a_root(tmp_path:
 
 
 def test_provenance_is_strict() -> None:
-    data = manifest().provenance.model_dump()
-    with pytest.raises(ValueError, match="git_dirty"):
-        Provenance.model_validate({**data, "git_dirty": "yes"})
-    with pytest.raises(ValueError, match="key"):
-        SampleRef.model_validate({"case": "c", "sample": 0})
+    data = manifest().provenance.to_dict()
+    with pytest.raises(RecordError, match="git_dirty"):
+        Provenance.from_dict({**data, "git_dirty": "yes"})
+    with pytest.raises(RecordError, match="key"):
+        SampleRef.from_dict({"case": "c", "sample": 0})

@@ -424,7 +424,7 @@ def test_list_is_newest_first_with_task_filter_and_json(tmp_path: Path, capsys: 
 
 def _copy_run(store: DirStore, base: Manifest, run_id: str, **update: Any) -> str:
     with store.writing(run_id):
-        store.save(run_id, "manifest", base.model_copy(update={"run_id": run_id, **update}))
+        store.save(run_id, "manifest", base.replace(run_id=run_id, **update))
     return run_id
 
 
@@ -647,8 +647,8 @@ def test_list_takes_unchanged_runs_from_the_index_and_rereads_changed_ones(
     assert [r.to_json() for r in refs.list_runs(store, clock=_later)] == rows  # the same rows either way
 
     entries = run_index.load(store.root)
-    marked = entries[first].summary.model_copy(update={"model": "from-the-index"})
-    run_index.save(store.root, {**entries, first: entries[first].model_copy(update={"summary": marked})})
+    marked = entries[first].summary.replace(model="from-the-index")
+    run_index.save(store.root, {**entries, first: entries[first].replace(summary=marked)})
     by_id = {r.run_id: r.to_json() for r in refs.list_runs(store, clock=_later)}
     assert by_id[first]["model"] == "from-the-index"  # an unchanged run is read from the index
 
@@ -682,7 +682,7 @@ def test_a_bad_or_planted_index_is_ignored(tmp_path: Path, planted: str, capsys:
     if planted == "garbage":
         index.write_bytes(b"\xff{")
     elif planted == "foreign":
-        fake = {"summary": {**store_of(tmp_path).manifest(run_id).model_dump(), "model": "forged"}, "stamp": []}
+        fake = {"summary": {**store_of(tmp_path).manifest(run_id).to_dict(), "model": "forged"}, "stamp": []}
         index.write_text(json.dumps({"schema_version": 2, "entries": {run_id: fake}}), encoding="utf-8")
     else:
         index.symlink_to(outside)
@@ -696,7 +696,7 @@ def test_list_and_show_escape_what_a_hand_edited_run_holds(tmp_path: Path, capsy
     store = store_of(tmp_path)
     base = store.manifest(eval_run(tagging_eval.TASK, tmp_path, capsys))
     hostile = "\x1b]0;owned\x07\x1b[2J"
-    prov = base.provenance.model_copy(update={"corpus": f"evals/{hostile}.json", "tag_prompt_path": hostile})
+    prov = base.provenance.replace(corpus=f"evals/{hostile}.json", tag_prompt_path=hostile)
     run_id = _copy_run(
         store,
         base,

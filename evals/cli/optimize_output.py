@@ -75,7 +75,7 @@ def record(
         "scores": {"baseline": outcome.baseline.by_case(), "candidate": outcome.candidate.by_case()},
         "baseline_overall": outcome.baseline.overall,
         "candidate_overall": outcome.candidate.overall,
-        "decision": outcome.decision.model_dump(mode="json"),
+        "decision": outcome.decision.to_dict(),
         "compare": compare_command(args, outcome),
         "written": str(written) if written else None,
         "model_calls": {"search": outcome.search_calls, "dev": outcome.dev_calls},

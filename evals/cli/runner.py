@@ -158,7 +158,7 @@ def _generate_and_score(spec: RunSpec, args: argparse.Namespace, store: Opened, 
     except BackendError as exc:
         raise BackendError(f"{exc} (every answer received so far is cached: rerun to continue)", url=exc.url) from None
     if store.shared:
-        report = outcome.report.model_copy(update={"generate": {**outcome.report.generate, "store": store.where}})
+        report = outcome.report.replace(generate={**outcome.report.generate, "store": store.where})
         outcome = dataclasses.replace(outcome, report=report)
     return outcome
 
@@ -180,7 +180,7 @@ def _show(
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
     degenerate = degenerate_warnings(outcome, texts)
     if args.json:
-        print(json.dumps(outcome.report.model_dump(mode="json"), indent=1))
+        print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
         where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
         print_report(outcome, where, worst=args.worst, degenerate=degenerate)

@@ -13,9 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, TypeVar
 
 from evals.corpus.cases import AnyCase
 from evals.engine import provenance
@@ -39,6 +37,7 @@ from evals.store.protocols import Runs
 from evals.store.records import (
     Manifest,
     MemoryStore,
+    Prompts,
     Provenance,
     Report,
     RunProgress,
@@ -50,15 +49,6 @@ __all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execut
 
 C = TypeVar("C", bound=AnyCase)
 IN_PROCESS = Identity("in-process", "", "", {})
-
-
-class Prompts(BaseModel):
-    """prompts.json: the distinct system prompts a run sent, by sha256."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    schema_version: Literal[1] = 1
-    system: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -110,12 +100,12 @@ def execute(
         try:
             stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=recorded)
         except KeyboardInterrupt:
-            store.save(run_id, "manifest", manifest.model_copy(update={"status": "interrupted"}))
+            store.save(run_id, "manifest", manifest.replace(status="interrupted"))
             raise
         except Exception:
-            store.save(run_id, "manifest", manifest.model_copy(update={"status": "failed"}))
+            store.save(run_id, "manifest", manifest.replace(status="failed"))
             raise
-        manifest = manifest.model_copy(update={"status": "complete", "generate_seconds": stats.seconds})
+        manifest = manifest.replace(status="complete", generate_seconds=stats.seconds)
         result = score_planned(spec.task, ((p.case, p.sample, p.key) for p in planned), chat.cache)
         report = report_of(manifest, result, stats)
         store.save(run_id, "report", report)  # before `complete`: a complete run always has its report

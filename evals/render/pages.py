@@ -12,12 +12,11 @@ from typing import Any
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
 from evals.engine import provenance
-from evals.engine.execute import Prompts
 from evals.engine.pipeline import AnswerCache
 from evals.render import html
 from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import answer_texts, run_page_data
-from evals.store.records import Manifest, Report, RunStore
+from evals.store.records import Manifest, Prompts, Report, RunStore
 
 __all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
 

@@ -62,7 +62,7 @@ def annotate(outcome: RunOutcome, store: Runs | None = None) -> RunOutcome:
     block = _reusable(store, outcome, key) if store is not None else None
     if block is None:
         block = {**_compute(outcome), "inputs_sha256": key}
-    return dataclasses.replace(outcome, report=outcome.report.model_copy(update={"uncertainty": block}))
+    return dataclasses.replace(outcome, report=outcome.report.replace(uncertainty=block))
 
 
 def _compute(outcome: RunOutcome) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from attest.text import printable, printable_json
-from evals.store.records import Manifest, RunError, RunStore
+from evals.store.records import Manifest, Prompts, RunError, RunStore
 
 if TYPE_CHECKING:
     from evals.engine.pipeline import AnswerCache
@@ -20,7 +20,6 @@ def show_run(
 ) -> str:
     manifest = store.manifest(run_id)
     report = store.report(run_id)
-    from evals.engine.execute import Prompts  # here: the engine is heavy and `runs list` never needs it
 
     prompts = store.load(run_id, "prompts", Prompts).system if store.exists(run_id, "prompts") else {}
     samples = [s for s in manifest.samples if case is None or s.case == case]
@@ -43,7 +42,7 @@ def show_run(
             }
         )
     if as_json:
-        data = {"manifest": manifest.model_dump(mode="json", exclude={"samples"}), "prompts": prompts, "cases": rows}
+        data = {"manifest": manifest.to_dict(exclude=frozenset({"samples"})), "prompts": prompts, "cases": rows}
         return printable_json(json.dumps(data, indent=1, ensure_ascii=False))  # as safe as the text output
     lines = [*_header(manifest, report.overall if report else None, prompts), *_cases(rows)]
     return "\n".join(printable(line) for line in lines)  # every field of a hand-edited run, made safe

@@ -11,18 +11,18 @@ import re
 from typing import Any, TypeVar
 
 import psycopg
-from pydantic import BaseModel, ValidationError
 
+from evals.store.models import Manifest, Record, RecordError, decode
 from evals.store.postgres import describe, guard, who
-from evals.store.records import Manifest, RunError, RunStore
+from evals.store.records import RunError, RunStore
 
 __all__ = ["PgRuns", "RunAuthor"]
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=Record)
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as DirStore's
 
 
-class RunAuthor(BaseModel):
+class RunAuthor(Record, frozen=True, kw_only=True):
     """Who saved a run's manifest."""
 
     host: str
@@ -47,7 +47,7 @@ class PgRuns(RunStore):
         with guard("list the runs", self._url):
             return [r[0] for r in self._conn.execute("SELECT DISTINCT run_id FROM attest.records ORDER BY 1")]
 
-    def save(self, run_id: str, name: str, record: BaseModel) -> None:
+    def save(self, run_id: str, name: str, record: Record) -> None:
         self._check(run_id)
         commit = record.provenance.git_commit if isinstance(record, Manifest) else None
         with guard(f"save the {name} of run {run_id}", self._url):
@@ -56,7 +56,7 @@ class PgRuns(RunStore):
                 "VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (run_id, name) DO UPDATE SET "
                 "body = EXCLUDED.body, host = EXCLUDED.host, username = EXCLUDED.username, "
                 "git_commit = EXCLUDED.git_commit, saved_at = now()",
-                (run_id, name, record.model_dump_json(), self._host, self._user, commit),
+                (run_id, name, record.to_json(), self._host, self._user, commit),
             )
 
     def load(self, run_id: str, name: str, model: type[M]) -> M:
@@ -68,12 +68,10 @@ class PgRuns(RunStore):
         if row is None:
             raise RunError(f"no run {run_id!r} in {self.where} (no {name}): list them with `runs list --store URL`")
         try:
-            return model.model_validate_json(row[0])
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            return decode(row[0], model)
+        except RecordError as exc:
             raise RunError(
-                f"the {name} of run {run_id} in {self.where} is not valid (field {where}: {first['msg']}); "
+                f"the {name} of run {run_id} in {self.where} is not valid ({exc}); "
                 "it was written by another version of attest"
             ) from None
 

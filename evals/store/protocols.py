@@ -16,14 +16,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
-from pydantic import BaseModel
-
 from evals.store.keys import Entry
+from evals.store.models import Record
 from evals.store.records import Manifest, Report
 
 __all__ = ["Answers", "Runs"]
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=Record)
 
 
 class Answers(Protocol):
@@ -48,7 +47,7 @@ class Runs(Protocol):
 
     def run_ids(self) -> list[str]: ...
 
-    def save(self, run_id: str, name: str, record: BaseModel) -> None: ...
+    def save(self, run_id: str, name: str, record: Record) -> None: ...
 
     def load(self, run_id: str, name: str, model: type[M]) -> M: ...
 

@@ -4,8 +4,9 @@ writes `cache/runs/<id>/`.
 A run directory holds `manifest.json` (what was asked: provenance and every sample's
 cache key), `prompts.json` (the distinct system prompts the run sent, so a past run's
 prompt can be read back after the code changed), `report.json` (the scored result) and,
-beside an optimiser's candidate, `decision.json`. Every file is a strict pydantic model
-with a `schema_version`; a hand-edited or foreign file is refused in one line naming it.
+beside an optimiser's candidate, `decision.json`. Every file is a strict typed record
+(evals/store/models.py) with a `schema_version`; a hand-edited or foreign file is refused in one
+line naming it.
 
 Writes are atomic through a temporary file created exclusively, under an unpredictable
 name, in the target directory (so a planted symlink is never followed), and a run id
@@ -18,18 +19,28 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
-import secrets
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import TypeVar
 
 from attest.errors import AttestError
 from attest.files import FileReadError, MiB, open_regular, read_bounded
+from evals.store.models import (
+    RUN_ID,
+    SCHEMA_VERSION,
+    Decision,
+    Manifest,
+    Prompts,
+    Provenance,
+    Record,
+    RecordError,
+    Report,
+    ReportHead,
+    RunProgress,
+    SampleRef,
+    decode,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -37,7 +48,9 @@ __all__ = [
     "DirStore",
     "Manifest",
     "MemoryStore",
+    "Prompts",
     "Provenance",
+    "Record",
     "Report",
     "ReportHead",
     "RunError",
@@ -48,154 +61,21 @@ __all__ = [
     "write_atomic",
 ]
 
-SCHEMA_VERSION = 1
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-M = TypeVar("M", bound=BaseModel)
 # Records are untrusted (a copied, planted or hand-edited run): each is size-capped before it is
-# parsed, and every field has a type and a range, so a record that loads is one the commands can use.
+# parsed, and then checked in full as its typed record (evals/store/models.py).
 RECORD_BYTES = {"manifest": 32 * MiB, "report": 128 * MiB, "rescore": 128 * MiB, "prompts": 16 * MiB}
 _OTHER_RECORD_BYTES = 1 * MiB  # decision.json, progress.json
-_Time = Annotated[float, Field(ge=0.0, le=1e11)]  # seconds since the epoch, before the year 5000
-_Count = Annotated[int, Field(ge=0, le=10**9)]
-_Name = Annotated[str, Field(max_length=1000)]
-_Sha = Annotated[str, Field(max_length=128)]
-_RunId = Annotated[str, Field(pattern=_RUN_ID.pattern)]
+_RUN_ID = RUN_ID
+M = TypeVar("M", bound=Record)
 
 
 class RunError(AttestError):
     """A run cannot be found, read or written."""
 
 
-class _Record(BaseModel):
-    # defer_build: validators are built on first use, so a command line pays only for the records it reads
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True, allow_inf_nan=False)
-
-
-class SampleRef(_Record):
-    case: _Name
-    sample: _Count
-    key: _Sha
-
-
-class ResultRow(_Record):
-    """One entry of a report's `results` (pipeline.CaseResult as JSON); reports keep them as dicts."""
-
-    id: _Name
-    sample: _Count
-    score: float = Field(ge=0.0, le=1.0)
-    errors: list[str] = Field(default_factory=list)
-    latency_s: float = Field(default=0.0, ge=0.0)
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
-class Provenance(_Record):
-    """Enough to reproduce a run and to tell two runs apart."""
-
-    prompt_fingerprint: _Sha  # sha256 of every rendered request, in plan order
-    system_prompts: list[_Sha]  # sha256 of each distinct system prompt; texts in prompts.json
-    tag_prompt_path: str | None = None  # ATTEST_TAG_PROMPT, when set
-    tag_prompt_sha256: _Sha | None = None
-    scorer_fingerprint: _Sha  # sha256 of the task's scorer source
-    git_commit: _Sha | None = None  # absent outside a git checkout
-    git_dirty: bool | None = None
-    attest_version: _Name
-    corpus: str  # relative to the project root when inside it
-    corpus_sha256: dict[_Name, _Sha]  # per split
-
-
-class Manifest(_Record):
-    schema_version: Literal[1] = 1
-    run_id: _RunId
-    task: _Name
-    created: _Time
-    status: Literal["generating", "complete", "failed", "interrupted"]
-    backend: _Name
-    model: _Name
-    digest: _Name
-    digest_note: _Name = ""
-    options: dict[str, Any]
-    split: _Name
-    repeat: int = Field(ge=1, le=10**6)
-    provenance: Provenance
-    samples: list[SampleRef]
-    case_sha256: dict[_Name, _Sha] = Field(default_factory=dict)  # inputs and label of each case, for pairing runs
-    generate_seconds: float | None = Field(default=None, ge=0.0)
-    label: _Name = ""  # free text: "baseline", "candidate", ...
-    limit: int | None = Field(default=None, ge=1)  # --limit N: a stratified subset of the split, not all of it
-    only: list[_Name] = Field(default_factory=list)  # --case ID...: only these cases of the split
-
-
-class Report(_Record):
-    schema_version: Literal[1] = 1
-    run_id: _RunId
-    task: _Name
-    backend: _Name
-    model: _Name
-    digest: _Name
-    split: _Name
-    repeat: int = Field(ge=1, le=10**6)
-    scored_at: _Time
-    scorer_fingerprint: _Sha
-    corpus_sha256: dict[_Name, _Sha]
-    overall: float = Field(ge=0.0, le=1.0)
-    n: _Count
-    median_latency: float | None = Field(ge=0.0)
-    summary: dict[str, Any]
-    generate: dict[str, Any] = Field(default_factory=dict)
-    results: list[dict[str, Any]]
-    # the interval, families, baselines and detectable difference (analysis/uncertainty.py); the run scripts fill it
-    uncertainty: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("results")
-    @classmethod
-    def _rows_typed(cls, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each row checked as a ResultRow (types and ranges), kept as the dict the renderers read."""
-        for row in rows:
-            ResultRow.model_validate(row)
-        return rows
-
-
-class ReportHead(BaseModel):
-    """What `runs list` reads of a report.json: its score, without building its per-case results
-    (the whole report is checked where it is used: show, rescore, compare)."""
-
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True, defer_build=True)
-    kind: ClassVar[str] = "report"
-
-    schema_version: Literal[1]
-    run_id: _RunId
-    overall: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
-
-
-class Decision(_Record):
-    """The optimiser's gate, recorded beside the candidate run so rescore can re-check it."""
-
-    schema_version: Literal[1] = 1
-    baseline_run: _RunId
-    candidate_run: _RunId
-    margin: float = Field(ge=0.0, lt=1.0)
-    verdict: Literal["ship", "regress", "inconclusive"]
-    mean_difference: float = Field(ge=-1.0, le=1.0)
-    interval: tuple[float, float]
-    p_value: float = Field(ge=0.0, le=1.0)
-    n: _Count
-    decided_at: _Time
-
-
-class RunProgress(_Record):
-    """progress.json: how many of a generating run's samples are settled, rewritten by its writer about
-    once a second, so `runs list` shows a live run as k/n (and one whose writer is gone as interrupted)."""
-
-    schema_version: Literal[1] = 1
-    run_id: _RunId
-    done: _Count
-    total: _Count
-    updated: _Time
-
-
 def new_run_id(task: str) -> str:
     """Sorts by time; unique across hosts, containers and processes without relying on a pid."""
-    return f"{time.strftime('%Y%m%dT%H%M%S')}-{task}-{secrets.token_hex(4)}"
+    return f"{time.strftime('%Y%m%dT%H%M%S')}-{task}-{os.urandom(4).hex()}"
 
 
 def write_atomic(path: Path, text: str, *, make_parent: bool = True) -> None:
@@ -204,6 +84,8 @@ def write_atomic(path: Path, text: str, *, make_parent: bool = True) -> None:
     The temporary file is created with O_EXCL under a random name in the target
     directory, so a symlink planted there in advance is never followed.
     """
+    import tempfile  # here: the read-only command lines never write
+
     if make_parent:
         path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -226,17 +108,14 @@ def _read(path: Path, model: type[M], limit: int = _OTHER_RECORD_BYTES) -> M:
     except FileReadError as exc:
         raise RunError(str(exc)) from None
     try:
-        return model.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        return decode(data, model)
+    except RecordError as exc:
         raise RunError(
-            f"{path}: not a valid {getattr(model, 'kind', model.__name__.lower())} (field {where}: {first['msg']}); "
-            f"it was edited by hand or written by another version: {todo}"
+            f"{path}: not a valid {model.kind} ({exc}); it was edited by hand or written by another version: {todo}"
         ) from None
 
 
-def _check_owner(run_id: str, name: str, record: BaseModel) -> None:
+def _check_owner(run_id: str, name: str, record: Record) -> None:
     """A record names the run it belongs to: a run directory copied under another name is refused,
     so it can never stand for (or overwrite the records of) the run whose id it holds."""
     recorded = getattr(record, "candidate_run" if isinstance(record, Decision) else "run_id", run_id)
@@ -253,7 +132,7 @@ class RunStore:
     def run_ids(self) -> list[str]:
         raise NotImplementedError
 
-    def save(self, run_id: str, name: str, record: BaseModel) -> None:
+    def save(self, run_id: str, name: str, record: Record) -> None:
         raise NotImplementedError
 
     def load(self, run_id: str, name: str, model: type[M]) -> M:
@@ -278,12 +157,12 @@ class MemoryStore(RunStore):
     """Run records in a dict: for tests and for in-process evaluation."""
 
     def __init__(self) -> None:
-        self.records: dict[tuple[str, str], BaseModel] = {}
+        self.records: dict[tuple[str, str], Record] = {}
 
     def run_ids(self) -> list[str]:
         return sorted({run_id for run_id, _ in self.records})
 
-    def save(self, run_id: str, name: str, record: BaseModel) -> None:
+    def save(self, run_id: str, name: str, record: Record) -> None:
         self.records[run_id, name] = record
 
     def load(self, run_id: str, name: str, model: type[M]) -> M:
@@ -323,12 +202,12 @@ class DirStore(RunStore):
             ) from None
         return [n for n in names if _RUN_ID.fullmatch(n)]
 
-    def save(self, run_id: str, name: str, record: BaseModel) -> None:
+    def save(self, run_id: str, name: str, record: Record) -> None:
         """Write one record of a run whose directory exists (`writing` creates it): a save never brings
         back a run that `runs prune` removed meanwhile."""
         path = self.run_dir(run_id) / f"{name}.json"
         try:
-            write_atomic(path, record.model_dump_json(indent=1), make_parent=False)
+            write_atomic(path, record.to_json(indent=1), make_parent=False)
         except FileNotFoundError:
             raise RunError(f"run {run_id!r} no longer exists in {self.root} (removed by `runs prune`?)") from None
         except OSError as exc:

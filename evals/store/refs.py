@@ -31,7 +31,7 @@ class RunRow:
     def to_json(self) -> dict[str, Any]:
         if self.summary is None:
             return {"run_id": self.run_id, "status": "unreadable", "problem": self.problem}
-        return self.summary.model_dump()
+        return self.summary.to_dict()
 
 
 def list_runs(store: RunStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
@@ -69,12 +69,12 @@ def _live(store: DirStore, summary: Summary) -> Summary:
     run_id = summary.run_id
     try:
         if not store.busy(run_id):
-            return summary.model_copy(update={"status": "interrupted"})
+            return summary.replace(status="interrupted")
         done = store.load(run_id, "progress", RunProgress) if store.exists(run_id, "progress") else None
     except RunError:
-        return summary.model_copy(update={"status": "interrupted"})
+        return summary.replace(status="interrupted")
     shown = f"{min(done.done, summary.samples)}/{summary.samples}" if done else f"0/{summary.samples}"
-    return summary.model_copy(update={"status": f"generating {shown}"})
+    return summary.replace(status=f"generating {shown}")
 
 
 def _read_all(store: RunStore, task: str | None) -> list[RunRow]:

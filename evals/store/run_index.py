@@ -15,13 +15,14 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from msgspec import Meta
 
 from attest.errors import AttestError
 from attest.files import read_bounded
-from evals.store.records import Manifest, write_atomic
+from evals.store.models import Manifest, Record, RecordError, decode
+from evals.store.records import write_atomic
 
 __all__ = ["SETTLE_NS", "Clock", "Entry", "Summary", "load", "save", "stamp"]
 
@@ -31,23 +32,24 @@ _MAX_BYTES = 64 << 20
 Clock = Callable[[], int]  # nanoseconds since the epoch, as time.time_ns
 
 
-class Summary(BaseModel):
+_Text = Annotated[str, Meta(max_length=1000)]
+
+
+class Summary(Record, frozen=True, kw_only=True):
     """One row of `runs list`."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True, allow_inf_nan=False)
-
     run_id: str
-    task: str = Field(max_length=1000)
-    status: str = Field(max_length=100)
-    backend: str = Field(max_length=1000)
-    model: str = Field(max_length=1000)
-    split: str = Field(max_length=1000)
-    n: int = Field(ge=0)
-    samples: int = Field(ge=0)
-    prompt: str = Field(max_length=128)
-    score: float | None = Field(ge=0.0, le=1.0)
-    created: float = Field(ge=0.0, le=1e11)
-    label: str = Field(max_length=1000)
+    task: _Text
+    status: Annotated[str, Meta(max_length=100)]
+    backend: _Text
+    model: _Text
+    split: _Text
+    n: Annotated[int, Meta(ge=0)]
+    samples: Annotated[int, Meta(ge=0)]
+    prompt: Annotated[str, Meta(max_length=128)]
+    score: Annotated[float, Meta(ge=0.0, le=1.0)] | None
+    created: Annotated[float, Meta(ge=0.0, le=1e11)]
+    label: _Text
 
     @classmethod
     def of(cls, manifest: Manifest, score: float | None) -> Summary:
@@ -67,16 +69,12 @@ class Summary(BaseModel):
         )
 
 
-class Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
-
+class Entry(Record, frozen=True, kw_only=True):
     stamp: list[int]
     summary: Summary
 
 
-class _Index(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
-
+class _Index(Record, frozen=True, kw_only=True):
     schema_version: Literal[1] = 1
     entries: dict[str, Entry]
 
@@ -105,8 +103,8 @@ def load(root: Path) -> dict[str, Entry]:
     except AttestError:
         return {}
     try:
-        entries = _Index.model_validate_json(data).entries
-    except ValidationError:
+        entries = decode(data, _Index).entries
+    except RecordError:
         return {}
     return {run_id: e for run_id, e in entries.items() if e.summary.run_id == run_id}  # never another run's row
 
@@ -114,4 +112,4 @@ def load(root: Path) -> dict[str, Entry]:
 def save(root: Path, entries: Mapping[str, Entry]) -> None:
     """Write the index atomically; a cache directory that cannot take it just goes without."""
     with contextlib.suppress(OSError):
-        write_atomic(root / _NAME, _Index(entries=dict(entries)).model_dump_json(), make_parent=False)
+        write_atomic(root / _NAME, _Index(entries=dict(entries)).to_json(), make_parent=False)

@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from evals.store.keys import Entry
+from evals.store.models import Record
 from evals.store.open import Opened
 from evals.store.protocols import batches
 from evals.store.records import RunError, RunStore
@@ -67,7 +66,7 @@ def copy_answers(source: _Source, target: _Target, progress: Progress | None = N
     return done
 
 
-def copy_runs(source: RunStore, target: RunStore, models: Mapping[str, type[BaseModel]]) -> Copied:
+def copy_runs(source: RunStore, target: RunStore, models: Mapping[str, type[Record]]) -> Copied:
     """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or differs in."""
     done = Copied()
     names = sorted(models, key=lambda n: n == "manifest")  # the manifest last
@@ -87,14 +86,14 @@ def copy_runs(source: RunStore, target: RunStore, models: Mapping[str, type[Base
     return done
 
 
-def _same(target: RunStore, run_id: str, name: str, record: BaseModel) -> bool:
+def _same(target: RunStore, run_id: str, name: str, record: Record) -> bool:
     try:
         return target.load(run_id, name, type(record)) == record
     except RunError:
         return False
 
 
-def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[BaseModel]]) -> tuple[str, str]:
+def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[Record]]) -> tuple[str, str]:
     """`push` (local -> shared) or `pull` (shared -> local), closing both: the line to print, and a warning or ""."""
     try:
         source, target = (local, shared) if command == "push" else (shared, local)

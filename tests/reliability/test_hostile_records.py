@@ -122,7 +122,7 @@ def _report_path(cache: Path, run_id: str) -> Path:
 HOSTILE = {
     "created-huge": ("manifest", lambda d: d.update(created=1e308), "created"),
     "created-nan": ("manifest", lambda d: d.update(created=float("nan")), "created"),
-    "negative-sample": ("manifest", lambda d: d["samples"][0].update(sample=-1), "samples.0.sample"),
+    "negative-sample": ("manifest", lambda d: d["samples"][0].update(sample=-1), "samples[0].sample"),
     "result-score-string": ("report", lambda d: d["results"][0].update(score="1"), "results"),
     "result-id-list": ("report", lambda d: d["results"][0].update(id=["x"]), "results"),
     "result-errors-int": ("report", lambda d: d["results"][0].update(errors=3), "results"),
