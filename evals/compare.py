@@ -42,12 +42,9 @@ from typing import TYPE_CHECKING, Any
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals import tasks
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
-from evals.render.comparison_json import to_json
-from evals.render.comparison_markdown import to_markdown
 from evals.render.comparison_text import to_text
 from evals.store.open import open_store
 from evals.store.records import DirStore, Manifest, RunError, RunStore
@@ -165,7 +162,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Namespace) -> int:
-    names = tasks.names() if args.all else ("",)
+    names = _task_names() if args.all else ("",)
     pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
@@ -181,6 +178,12 @@ def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Names
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
+
+
+def _task_names() -> tuple[str, ...]:
+    from evals import tasks  # every task module and pydantic: only `--all` needs the registry
+
+    return tasks.names()
 
 
 def _write_html(
@@ -211,9 +214,13 @@ def _load_pair(store: RunStore, base: str, cand: str, args: argparse.Namespace) 
 
 def _print(found: list[Comparison], args: argparse.Namespace) -> None:
     if args.json:
+        from evals.render.comparison_json import to_json  # here: each format's renderer only when asked for
+
         data: Any = to_json(found[0]) if len(found) == 1 else _all_json(found)
         print(json.dumps(data, indent=1))
     elif args.markdown:
+        from evals.render.comparison_markdown import to_markdown
+
         print(printable(to_markdown(found), multiline=True))
     else:
         for x in found:
@@ -223,6 +230,8 @@ def _print(found: list[Comparison], args: argparse.Namespace) -> None:
 
 
 def _all_json(found: Sequence[Comparison]) -> Mapping[str, Any]:
+    from evals.render.comparison_json import to_json
+
     return {"comparisons": [to_json(x) for x in found], "exit_code": exit_code(x.verdict for x in found)}
 
 

@@ -241,4 +241,3 @@ def evaluate(
     on_case: Callable[[CaseResult], None] | None = None,
 ) -> EvalResult:
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
-

@@ -112,7 +112,6 @@ def evaluate(
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
 
-
 def gate(store: RunStore, base: Run, cand: Run, *, margin: float = 0.0) -> Decision:
     """The paired verdict of `cand` against `base` (evals.analysis.pairing.decide), recorded beside the
     candidate run as `decision` and returned: ship only when the whole interval clears `margin`."""

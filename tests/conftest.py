@@ -88,6 +88,8 @@ def local_servers(_local_server_settings: None, tmp_path_factory: pytest.TempPat
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-servers")))
         return shared_servers()
+
+
 @pytest.fixture
 def swap_task() -> Iterator[Callable[[Any], None]]:
     """Register a replacement for a task (same name) for one test; the original comes back after it."""

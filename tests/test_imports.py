@@ -20,7 +20,9 @@ MODULES = sorted(
 )
 
 # Named outright so the guard's failure says why; the allowlist below catches the rest.
-EVAL_ONLY = frozenset({"evals", "dspy", "sklearn", "scikit_learn", "diskcache", "pytest", "numpy", "pandas", "scipy"})
+EVAL_ONLY = frozenset(
+    {"evals", "dspy", "sklearn", "scikit_learn", "diskcache", "msgspec", "pytest", "numpy", "pandas", "scipy"}
+)
 
 
 def _requirement_name(spec: str) -> str:
@@ -30,7 +32,8 @@ def _requirement_name(spec: str) -> str:
 
 def allowed_modules() -> frozenset[str]:
     """Top-level modules src may import: the stdlib, attest, and pyproject's runtime and `local` dependencies,
-    less those installed for the harness alone (diskcache is a runtime dependency because evals/ ships in the wheel)."""
+    less those installed for the harness alone (diskcache and msgspec are runtime dependencies because evals/ ships
+    in the wheel)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     runtime = [*project["dependencies"], *project["optional-dependencies"]["local"]]
     return (frozenset(sys.stdlib_module_names) | {"attest"} | {_requirement_name(s) for s in runtime}) - EVAL_ONLY
@@ -164,3 +167,12 @@ def test_modules_with_public_functions_declare_all() -> None:
         name for name in MODULES if name != "attest.errors" and not hasattr(importlib.import_module(name), "__all__")
     ]
     assert lacking == []
+
+
+@pytest.mark.parametrize("code", ["import evals.compare", "import evals.runs"])
+def test_read_only_command_lines_start_without_the_heavy_modules(code: str) -> None:
+    """`compare`, `runs list` and `runs show` start within 2x `import numpy` (benchmarks/bench_cli.py) only while
+    the app's pydantic models, scipy, the pages' renderers, the store's client and the tasks load when used."""
+    loaded = _modules_after(code)
+    assert "evals" in loaded
+    assert not {"pydantic", "scipy", "jinja2", "matplotlib", "psycopg", "httpx"} & loaded

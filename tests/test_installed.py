@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from evals.corpus import paths
 from evals.engine import provenance
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,7 +68,7 @@ def test_runs_list_and_an_offline_eval_work_outside_a_checkout(tmp_path: Path) -
 def test_outside_a_checkout_paths_are_relative_to_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(provenance, "CHECKOUT", None)
+    monkeypatch.setattr(paths, "CHECKOUT", None)  # what an installed copy finds
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.json").write_text("[]", encoding="utf-8")
     assert provenance.corpus_ref(tmp_path / "mine.json") == "mine.json"

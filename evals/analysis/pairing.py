@@ -21,7 +21,8 @@ from attest.errors import AttestError
 from attest.files import read_text_bounded
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
 from evals.analysis.paired import verdict_decimals
-from evals.store.records import Decision, Manifest, Report, RunStore
+from evals.corpus.paths import resolve_corpus
+from evals.store.records import Decision, Manifest, Prompts, Report, RunStore
 
 _MAX_CORPUS_BYTES = 5 << 20  # evals.corpus.read's cap (not imported: the corpus layer costs start-up here)
 
@@ -60,8 +61,6 @@ def _prompts(store: RunStore, run_id: str, manifest: Manifest) -> tuple[str, ...
     """The run's system prompt texts in the manifest's order; () when prompts.json is absent."""
     if not store.exists(run_id, "prompts"):
         return ()
-    from evals.engine.execute import Prompts  # here: the engine costs a command line's start-up
-
     texts = store.load(run_id, "prompts", Prompts).system
     return tuple(texts.get(sha, f"(prompt {sha} not recorded)") for sha in manifest.provenance.system_prompts)
 
@@ -120,9 +119,7 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
     memo = {} if families is None else families
     ref = run.manifest.provenance.corpus
     if ref not in memo:
-        from evals.engine import provenance  # here: it imports the app's answer models
-
-        memo[ref] = _families(provenance.resolve_corpus(ref))
+        memo[ref] = _families(resolve_corpus(ref))
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
     m = run.manifest
     return RunScores(m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m), run.prompts)

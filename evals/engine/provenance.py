@@ -17,10 +17,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attest import __version__, answers
+import attest
+from attest import __version__
 from attest.errors import AttestError
-from attest.features import MAX_TAG_PROMPT_BYTES
 from attest.files import read_bounded
+from evals.corpus import paths
+from evals.corpus.paths import CHECKOUT, PROJECT_ROOT, corpus_ref, project_root, resolve_corpus
 from evals.store.cache import canonical_json
 
 __all__ = [
@@ -39,19 +41,12 @@ __all__ = [
     "version",
 ]
 
-_HERE = Path(__file__).resolve().parents[2]
-CHECKOUT: Path | None = _HERE if (_HERE / "pyproject.toml").is_file() and (_HERE / "evals").is_dir() else None
-PROJECT_ROOT = CHECKOUT  # None when installed: see project_root()
 
-
-def project_root() -> Path:
-    """The checkout, or (installed) the working directory: what recorded relative paths are relative to."""
-    return CHECKOUT if CHECKOUT is not None else Path.cwd()
 # What every scorer runs besides its own module: the shared helpers and the answer parser.
 _SHARED_SCORING = (
     Path(__file__).with_name("scoring.py"),
     Path(__file__).parent.parent / "corpus" / "words.py",
-    Path(str(answers.__file__)),
+    Path(str(attest.__file__)).with_name("answers.py"),  # by path: importing it costs `compare` its start-up
 )
 
 
@@ -106,6 +101,8 @@ def tag_prompt_ref(environ: Mapping[str, str] = os.environ) -> tuple[str | None,
     if not given:
         return None, None
     path = os.path.abspath(given)
+    from attest.features import MAX_TAG_PROMPT_BYTES  # here: the app's models cost a command line's start-up
+
     try:
         return path, hashlib.sha256(read_bounded(path, MAX_TAG_PROMPT_BYTES)).hexdigest()
     except AttestError:
@@ -115,7 +112,7 @@ def tag_prompt_ref(environ: Mapping[str, str] = os.environ) -> tuple[str | None,
 def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
     """(commit, dirty) of the checkout at `root` (default: this one); (None, None) outside one, without git, or
     installed from a wheel, whatever repository the working directory is in."""
-    root = root or CHECKOUT
+    root = root or paths.CHECKOUT
     if root is None:
         return None, None
     try:
@@ -132,21 +129,6 @@ def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
     except (OSError, subprocess.SubprocessError):
         return None, None
     return head or None, bool(status.strip())
-
-
-def corpus_ref(path: Path, root: Path | None = None) -> str:
-    """The corpus path as recorded: relative to the project root (`project_root()`) when it lies inside it."""
-    resolved = path.resolve()
-    try:
-        return resolved.relative_to((root or project_root()).resolve()).as_posix()
-    except ValueError:
-        return str(resolved)
-
-
-def resolve_corpus(recorded: str, root: Path | None = None) -> Path:
-    """A recorded corpus path read back against the current checkout (`project_root()`)."""
-    path = Path(recorded)
-    return path if path.is_absolute() else (root or project_root()) / path
 
 
 def version() -> str:

@@ -9,10 +9,8 @@ stored as JSON, never pickle: a shared store must not be able to run code.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import os
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -111,6 +109,9 @@ def _base_seed(options: Mapping[str, Any]) -> int:
 
 def this_worker() -> str:
     """`user@host pid N`: who generates an answer, as the report counts it (never trusted for a decision)."""
+    import getpass  # here: only a generating run asks who it is
+    import socket
+
     try:
         user = getpass.getuser()
     except (OSError, KeyError):

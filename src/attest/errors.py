@@ -19,8 +19,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -94,6 +92,8 @@ def _debug() -> bool:
 
 
 def _innermost(exc: BaseException) -> str:
+    import traceback  # here, as in _save_traceback: only a crash needs it, and every command imports this module
+
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return "(no frame)"
@@ -102,6 +102,9 @@ def _innermost(exc: BaseException) -> str:
 
 
 def _save_traceback(prog: str, exc: BaseException) -> str | None:
+    import tempfile
+    import traceback
+
     slug = re.sub(r"[^A-Za-z0-9]+", "-", prog).strip("-") or "attest"
     try:
         fd, path = tempfile.mkstemp(prefix=f"{slug}-traceback-", suffix=".txt")
