@@ -114,8 +114,10 @@ def _rows(cases: int, old: list[Measured], new: list[Measured], rerun: Measured)
             f"<= {WALL_TARGET:.0%}",
             n.median / o.median <= WALL_TARGET,
             command,
-            [f"old run used {Spread.of(m.cores for m in old).fmt(unit='cores')}; {changed} of {len(new[0].answers)} "
-             "answers differ between the settings (each setting has its own cache keys)"],
+            [
+                f"old run used {Spread.of(m.cores for m in old).fmt(unit='cores')}; {changed} of {len(new[0].answers)} "
+                "answers differ between the settings (each setting has its own cache keys)"
+            ],
         ),
         Row(
             "local backend, CPU during a cold run (run + server process CPU time / wall)",

@@ -4,8 +4,8 @@
 on ARGS (default: the whole suite, `tests`, real-model tests included) twice: serial
 (`-n 0`) and parallel (`-n auto --dist loadgroup`, what `make test` runs), alternating
 the order between repeats (ATTEST_BENCH_SUITE_REPEATS, default 1: the whole suite
-takes minutes). Target: parallel wall time at most 50% of serial. Not in run_all:
-the lead runs it alone on a quiet machine; try it on a small subset first, e.g.
+takes minutes). Target: parallel wall time at most 50% of serial. The last figure of
+run_all (about 12 minutes on 2 cores); try it on a small subset first, e.g.
 `python -m benchmarks.bench_suite tests/test_stats.py`.
 """
 

@@ -1,7 +1,9 @@
 """Run every figure and write benchmarks/RESULTS.md: `nox -s bench` (or `python -m benchmarks.run_all`).
 
 Figures 1-3 need no model; 4-6 share the model rounds of benchmarks/_rounds.py
-(the local llama.cpp server, started once). A figure that fails is reported as
+(the local llama.cpp server, started once). The two longest, bench_local (three cold
+runs of the reaction dev split) and bench_suite (the test suite serial, then parallel),
+come last. A figure that fails is reported as
 failed in the table and makes the exit status 1; the others still run.
 """
 
@@ -23,6 +25,7 @@ from benchmarks import (
     bench_local,
     bench_runs_compare,
     bench_store,
+    bench_suite,
     fig1_rescore,
     fig2_cache_hit,
     fig3_concurrency,
@@ -45,6 +48,7 @@ FIGURES: tuple[ModuleType, ...] = (
     bench_html,
     bench_cli,
     bench_local,
+    bench_suite,
 )
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
