@@ -42,6 +42,7 @@ from evals.engine.pipeline import (
     score_planned,
 )
 from evals.store.open import open_store
+from evals.store.protocols import WritesRefused
 from evals.store.records import Decision, Manifest, Report, RunError, RunStore
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
@@ -171,6 +172,7 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
     rows = []
     rescored: dict[str, Rescored] = {}
     failed = 0
+    unsaved: WritesRefused | None = None
     for manifest in manifests:
         try:
             done = rescore_run(manifest, cache, args.corpus)
@@ -185,7 +187,11 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
         if moved:
             done = dataclasses.replace(done, changes=[*done.changes, f"scores moved: {moved}"])
         rescored[manifest.run_id] = done
-        store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
+        if unsaved is None:
+            try:
+                store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
+            except WritesRefused as exc:  # a read-only role: the scores are the answer, the record a by-product
+                unsaved = exc
         rows.append(_row(done, old.overall if old else None))
     decisions = recheck_decisions(store, cache, rescored, args.corpus)
     seconds = time.perf_counter() - start
@@ -197,6 +203,8 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
             print(printable(found["line"]))
     for warning in cache.warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
+    if unsaved is not None:
+        print(f"warning: the re-scores above were not saved: {printable(str(unsaved))}", file=sys.stderr)
     return 1 if failed else 0
 
 

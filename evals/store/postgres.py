@@ -27,6 +27,7 @@ import psycopg
 from psycopg import conninfo
 
 from evals.store.cache_db import CacheError
+from evals.store.protocols import WritesRefused
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -74,7 +75,7 @@ class StoreError(CacheError):
     """The shared store cannot be used."""
 
 
-class StoreReadOnly(StoreError):
+class StoreReadOnly(StoreError, WritesRefused):
     """The store's role may read but not write."""
 
 

@@ -16,13 +16,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
+from attest.errors import AttestError
 from evals.store.keys import Entry
 from evals.store.models import Record
 from evals.store.records import Manifest, Report
 
-__all__ = ["Answers", "Runs"]
+__all__ = ["Answers", "Runs", "WritesRefused"]
 
 M = TypeVar("M", bound=Record)
+
+
+class WritesRefused(AttestError):
+    """The store may be read but not written (a read-only role). A command whose write is a by-product
+    (rescore's record of itself) reports its results and says the write was skipped."""
 
 
 class Answers(Protocol):

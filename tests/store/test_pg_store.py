@@ -128,6 +128,13 @@ def test_a_read_only_role_reads_and_is_refused_writes_in_one_line(pg: Pg, pg_db:
     out = _cli([*run, "--store", url])
     assert out.returncode == 1 and "may only read" in out.stderr and out.stderr.count("\n") == 1, out.stderr
     assert "s3cret-pw" not in out.stderr + out.stdout
+    assert _cli([*run, "--store", pg.url(pg_db)]).returncode == 0  # a run made by a role that may write
+    listed = _cli(["-m", "evals.runs", "list"], ATTEST_STORE=url)
+    assert listed.returncode == 0 and "reaction" in listed.stdout, listed.stderr
+    rescored = _cli(["-m", "evals.rescore", "--store", url])  # prints the scores; says its record was not saved
+    assert rescored.returncode == 0 and "re-scored 1 run(s)" in rescored.stdout, rescored.stderr
+    assert "were not saved" in rescored.stderr and "may only read" in rescored.stderr
+    assert rescored.stderr.count("\n") == 1 and "s3cret-pw" not in rescored.stderr
 
 
 @pytest.mark.parametrize(
