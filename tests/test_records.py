@@ -434,3 +434,13 @@ def test_provenance_is_strict() -> None:
         Provenance.from_dict({**data, "git_dirty": "yes"})
     with pytest.raises(RecordError, match="key"):
         SampleRef.from_dict({"case": "c", "sample": 0})
+
+
+def test_written_records_have_the_umask_s_mode_not_mkstemp_s_0600(tmp_path: Path) -> None:
+    """A run's report.html is served by a web server or read by a teammate: the temporary file's 0600 must not stay."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    page = tmp_path / "runs" / "r" / "report.html"
+    write_atomic(page, "<p>hi</p>")
+    write_atomic(page, "<p>again</p>")  # replaced, still readable
+    assert page.stat().st_mode & 0o777 == 0o666 & ~mask

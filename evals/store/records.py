@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -90,6 +91,7 @@ def write_atomic(path: Path, text: str, *, make_parent: bool = True) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide a run's pages from a web server or teammate
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
@@ -99,6 +101,13 @@ def write_atomic(path: Path, text: str, *, make_parent: bool = True) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@functools.cache
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def _read(path: Path, model: type[M], limit: int = _OTHER_RECORD_BYTES) -> M:
