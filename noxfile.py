@@ -111,7 +111,8 @@ def optimize_tagging(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks against the model and Inspect AI, side by side; writes benchmarks/RESULTS.md."""
-    _install(session, "eval,local")
+    # Every extra: bench_store needs the store client and pgserver, bench_suite runs the whole test suite.
+    _install(session, "dev,eval,local,optimize,store")
     # Inspect AI only here; its OpenAI-compatible provider needs the openai client.
     session.install("inspect-ai==0.3.285", "openai==3.57.0")
     session.run("python", "-m", "benchmarks.run_all")

@@ -61,7 +61,7 @@ def _run_one(module: ModuleType) -> tuple[list[Row], float, bool]:
     try:
         rows = run()
         ok = True
-    except (AssertionError, RuntimeError, OSError, ValueError) as exc:
+    except (AssertionError, RuntimeError, OSError, ValueError, ImportError) as exc:  # a missing extra too
         traceback.print_exc()
         rows = [
             Row(name, "FAILED", "", "", "", False, f"python -m benchmarks.{name}", [f"{type(exc).__name__}: {exc}"])
