@@ -2,8 +2,8 @@
 
 Each contender is a cold `python evals/run_reaction_eval.py --backend local` on the
 reaction dev split (a fresh cache each time), as a user runs it, in a subprocess:
-- old: one thread, one slot (ATTEST_LOCAL_THREADS=1 ATTEST_LOCAL_SLOTS=1), what the
-  server ran before;
+- old: one server with one thread and one slot (ATTEST_LOCAL_SERVERS=1
+  ATTEST_LOCAL_THREADS=1 ATTEST_LOCAL_SLOTS=1), what the backend ran before;
 - new: the defaults (threads = the CPUs this process may use, `ServerSettings`).
 Wall time and CPU time (the run and its llama.cpp server process, from
 RUSAGE_CHILDREN: the server is waited for when the run stops it) are measured per run;
@@ -34,7 +34,7 @@ __all__ = ["run"]
 
 WALL_TARGET = 0.40
 CORES_TARGET = 1.7
-OLD = {"ATTEST_LOCAL_THREADS": "1", "ATTEST_LOCAL_SLOTS": "1"}
+OLD = {"ATTEST_LOCAL_SERVERS": "1", "ATTEST_LOCAL_THREADS": "1", "ATTEST_LOCAL_SLOTS": "1"}
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,9 @@ def _rows(cases: int, old: list[Measured], new: list[Measured], rerun: Measured)
     command = script_command("bench_local.py") + f" {cases}"
     return [
         Row(
-            f"cold reaction dev ({cases} cases), local backend: new settings vs one thread one slot",
+            f"cold reaction dev ({cases} cases), local backend: new settings vs one server, one thread, one slot",
             n.fmt(unit="s"),
-            f"one thread, one slot: {o.fmt(unit='s')}",
+            f"one server, one thread, one slot: {o.fmt(unit='s')}",
             f"{n.median / o.median:.0%}",
             f"<= {WALL_TARGET:.0%}",
             n.median / o.median <= WALL_TARGET,
