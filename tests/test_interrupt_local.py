@@ -43,6 +43,15 @@ def _wait_for_manifest(proc: subprocess.Popen[str], cache_dir: Path, timeout_s: 
     pytest.fail(f"the run recorded no manifest within {timeout_s:g} s (exit code {proc.poll()})")
 
 
+def _sigint_as_a_terminal_gives_it() -> None:
+    """In the child before exec: SIGINT at its default, so Python installs its Ctrl-C handler.
+
+    A suite started in the background (`pytest ... &` in a script) inherits SIGINT ignored,
+    and so would every run it starts: the SIGINT below would then do nothing at all.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_once(tmp: Path, delay_s: float) -> tuple[float, int, str]:
     cache_dir = tmp / "cache"
     env = {**os.environ, "ATTEST_TEST_RUN": TAG, "XDG_CACHE_HOME": str(tmp / "xdg")}
@@ -54,6 +63,7 @@ def _interrupt_once(tmp: Path, delay_s: float) -> tuple[float, int, str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_sigint_as_a_terminal_gives_it,
     ) as proc:
         manifest = _wait_for_manifest(proc, cache_dir, 120.0)
         time.sleep(delay_s)
