@@ -60,6 +60,7 @@ def test_local_backend_serves_smollm2_on_loopback(local: Backend) -> None:
     assert shared_server().base_url.startswith("http://127.0.0.1:")
 
 
+@pytest.mark.slow
 def test_digest_is_the_sha256_of_the_gguf(local: Backend) -> None:
     path = gguf_path()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -74,6 +75,7 @@ def test_tag_item_gets_schema_valid_tags(local: Backend) -> None:
     assert set(tags) <= set(TAGS)
 
 
+@pytest.mark.slow
 def test_react_to_item_gets_a_schema_valid_reaction(local: Backend) -> None:
     reaction = react_to_item(PERSONA, INTERESTS, TITLE, SUMMARY, chat_json=local.chat_json)
     assert 1 <= reaction.confidence <= 5
@@ -85,6 +87,7 @@ def test_generate_explanation_gets_a_schema_valid_sentence(local: Backend) -> No
     assert 1 <= len(explanation.text) <= 160
 
 
+@pytest.mark.slow
 def test_identical_requests_give_identical_text(local: Backend) -> None:
     messages = tag_messages(TITLE, SUMMARY)
     first = local.chat_json(messages, schema_of(ItemTags))

@@ -252,6 +252,7 @@ def _run_with(backend: FakeBackend, task: str, argv: list[str], monkeypatch: pyt
     return runner.main(MODULES[task].TASK, argv, backend_factory=lambda settings: backend)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [4, 1])
 def test_concurrency_bounds_calls_in_flight(
     concurrency: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -98,6 +98,7 @@ def interrupt(
     return before, report, report["raised"] - sent
 
 
+@pytest.mark.slow
 def test_the_first_ctrl_c_starts_nothing_new_and_does_not_wait_for_calls_in_flight(tmp_path: Path) -> None:
     before, report, seconds = interrupt(tmp_path)
     (started, finished), (started_later, finished_later) = report["at_raise"], report["later"]

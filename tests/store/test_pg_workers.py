@@ -58,6 +58,7 @@ def _stored(url: str) -> int:
     return int(row[0]) if row else 0
 
 
+@pytest.mark.slow
 def test_two_workers_generate_each_sample_once_and_a_teammate_pays_nothing(
     pg_url: str, corpus: Path, tmp_path: Path
 ) -> None:
@@ -76,6 +77,7 @@ def test_two_workers_generate_each_sample_once_and_a_teammate_pays_nothing(
     assert not (tmp_path / "teammate" / "runs").exists()  # the records went to the store, not the local cache
 
 
+@pytest.mark.slow
 def test_push_then_pull_copy_everything_once(pg_url: str, corpus: Path, tmp_path: Path) -> None:
     local = tmp_path / "offline"
     with FakeServer() as server:
@@ -106,6 +108,7 @@ def _runs(cache_dir: Path) -> list[str]:
     return [sys.executable, "-m", "evals.runs", "--cache-dir", str(cache_dir)]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_with_sigkill_frees_its_claims_at_once(pg_url: str, corpus: Path, tmp_path: Path) -> None:
     with FakeServer(delay=5.0) as slow, FakeServer() as fast:
         victim = _worker(tmp_path / "victim", corpus, slow, pg_url, "--concurrency", "4")
@@ -122,6 +125,7 @@ def test_a_worker_killed_with_sigkill_frees_its_claims_at_once(pg_url: str, corp
     assert _stored(pg_url) == CASES
 
 
+@pytest.mark.slow
 def test_a_server_restart_mid_run_is_one_line_and_the_rerun_asks_only_for_what_is_missing(
     pg: Pg, pg_db: str, corpus: Path, tmp_path: Path
 ) -> None:
