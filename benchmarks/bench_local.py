@@ -4,7 +4,8 @@ Each contender is a cold `python evals/run_reaction_eval.py --backend local` on 
 reaction dev split (a fresh cache each time), as a user runs it, in a subprocess:
 - old: one server with one thread and one slot (ATTEST_LOCAL_SERVERS=1
   ATTEST_LOCAL_THREADS=1 ATTEST_LOCAL_SLOTS=1), what the backend ran before;
-- new: the defaults (threads = the CPUs this process may use, `ServerSettings`).
+- new: the defaults (`ServerSettings`: one one-thread, one-slot server per CPU this
+  process may use, answering in parallel).
 Wall time and CPU time (the run and its llama.cpp server process, from
 RUSAGE_CHILDREN: the server is waited for when the run stops it) are measured per run;
 the order alternates between repeats. Targets: new wall <= 40% of old, and CPU
