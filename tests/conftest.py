@@ -37,6 +37,14 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_xdg_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The session's own XDG cache (remembered plots, gguf digests), never the developer's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 @pytest.fixture
 def free_port() -> int:
     """A 127.0.0.1 port nobody listens on (bound, read, released)."""

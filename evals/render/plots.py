@@ -7,27 +7,39 @@ are made printable and cut before matplotlib sees them, and mathtext is off;
 matplotlib escapes `<`, `>` and `&` in SVG text; and `clean` then removes every comment,
 the metadata block and any `href` that is not a local `#id`, so the result may be inlined
 into a page as is.
+
+Matplotlib takes half a second to import, more than the rest of a warm rerun, so it is
+imported only when a plot is drawn, and every plot is remembered by a digest of its
+inputs, this module's source and matplotlib's version (`$XDG_CACHE_HOME/attest/plots`,
+the newest `MEMO_KEEP`): a rerun whose scores did not change draws nothing and never
+imports matplotlib. A remembered plot is `clean`ed again when read.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.metadata
 import io
+import json
 import math
+import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from attest.text import printable
 
-__all__ = ["Point", "clean", "confusion", "forest", "histogram", "label", "reliability"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["MEMO_KEEP", "Point", "clean", "confusion", "forest", "histogram", "label", "memo_dir", "reliability"]
+
+MEMO_KEEP = 512  # remembered plots; the oldest go first
+P = ParamSpec("P")
 
 BLUE, GREY, RED, GREEN, ORANGE = "#1f5fa8", "#8a8a8a", "#b3261e", "#1e7b34", "#c26a00"
 LABEL_MAX = 28
@@ -60,7 +72,72 @@ def label(text: str) -> str:
     return shown
 
 
+def _mpl() -> Any:
+    """matplotlib, imported on first use with the canvas-free `Agg` backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    return matplotlib
+
+
+def memo_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attest" / "plots"
+
+
+@functools.cache
+def _code_digest() -> str:
+    """What, besides its inputs, decides a plot: this file and matplotlib's version."""
+    try:
+        version = importlib.metadata.version("matplotlib")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return hashlib.sha256(Path(__file__).read_bytes() + version.encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    raise TypeError(f"cannot key a plot on {type(value).__name__}")
+
+
+def _remembered(draw: Callable[P, str]) -> Callable[P, str]:
+    """`draw`, remembered on disk by a digest of its arguments (see the module's docstring)."""
+
+    @functools.wraps(draw)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> str:
+        key = json.dumps([draw.__name__, args, kwargs, _code_digest()], default=_plain, sort_keys=True)
+        path = memo_dir() / f"{hashlib.sha256(key.encode()).hexdigest()}.svg"
+        try:
+            return clean(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            pass
+        svg = draw(*args, **kwargs)
+        _remember(path, svg)
+        return svg
+
+    return wrapper
+
+
+def _remember(path: Path, svg: str) -> None:
+    """Atomically, through an exclusive temp name; then only the newest MEMO_KEEP stay. Never fails a page."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plot.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(svg)
+        os.replace(tmp, path)
+        kept = sorted(path.parent.glob("*.svg"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in kept[MEMO_KEEP:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a memo we cannot write only costs drawing the plot again next time
+
+
 def _svg(fig: Figure) -> str:
+    import matplotlib.pyplot as plt
+
+    matplotlib = _mpl()
     out = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": "attest"}):  # ids from content: a page is reproducible
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
@@ -83,12 +160,16 @@ def clean(svg: str) -> str:
 
 def _figure(width: float, height: float, *, left: float, bottom: float = 0.45, top: float = 0.12) -> tuple[Figure, Any]:
     """A figure with fixed margins in inches (a tight bounding box would draw every plot twice)."""
+    matplotlib = _mpl()
+    import matplotlib.pyplot as plt
+
     with matplotlib.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(width, height))
     fig.subplots_adjust(left=left / width, right=1 - 0.15 / width, bottom=bottom / height, top=1 - top / height)
     return fig, ax
 
 
+@_remembered
 def forest(
     points: Sequence[Point],
     *,
@@ -98,7 +179,7 @@ def forest(
     width: float = 4.8,
 ) -> str:
     """Points with intervals, one row each (top to bottom), with reference lines (x, name) drawn across."""
-    with matplotlib.rc_context(_STYLE):
+    with _mpl().rc_context(_STYLE):
         labels = [label(p.label) for p in points]
         legend = bool(lines or any(p.marks for p in points))
         chars = max([len(t) for t in labels] + [4])
@@ -124,9 +205,10 @@ def forest(
         return _svg(fig)
 
 
+@_remembered
 def histogram(scores: Sequence[float]) -> str:
     """The distribution of per-sample scores in [0, 1]."""
-    with matplotlib.rc_context(_STYLE):
+    with _mpl().rc_context(_STYLE):
         fig, ax = _figure(3.4, 2.3, left=0.55)
         ax.hist(list(scores), bins=[i / 10 for i in range(11)], color=BLUE, edgecolor="white")
         ax.set_xlim(0, 1)
@@ -135,9 +217,10 @@ def histogram(scores: Sequence[float]) -> str:
         return _svg(fig)
 
 
+@_remembered
 def confusion(counts: Sequence[Sequence[int]], names: Sequence[str], *, field: str) -> str:
     """A confusion matrix: rows are the gold value, columns the answer's (counts, with the unparseable column)."""
-    with matplotlib.rc_context(_STYLE):
+    with _mpl().rc_context(_STYLE):
         fig, ax = _figure(3.2, 2.3, left=0.85, bottom=0.5)
         top = max([max(row) for row in counts] + [1])
         ax.pcolormesh(counts, cmap="Blues", vmin=0, vmax=top, edgecolors="white", linewidth=2)  # vector, no image
@@ -163,9 +246,10 @@ def confusion(counts: Sequence[Sequence[int]], names: Sequence[str], *, field: s
         return _svg(fig)
 
 
+@_remembered
 def reliability(rows: Sequence[tuple[int, float, int]], *, field: str) -> str:
     """Stated confidence against accuracy: (confidence value, share right, how many) per value."""
-    with matplotlib.rc_context(_STYLE):
+    with _mpl().rc_context(_STYLE):
         fig, ax = _figure(3.6, 2.3, left=0.6)
         values = [r[0] for r in rows]
         lo, hi = (min(values), max(values)) if values else (1, 5)
