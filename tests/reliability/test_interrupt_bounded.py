@@ -115,19 +115,28 @@ def test_the_first_ctrl_c_starts_nothing_new_and_does_not_wait_for_calls_in_flig
 
 
 def test_the_first_error_stops_submission_and_is_reraised() -> None:
+    # No timing: items after the failing one wait until its worker has recorded the
+    # error and stopped (its thread has ended), so only the items other workers had
+    # already taken may start: 0..5 and at most CONCURRENCY - 1 more.
     calls: list[int] = []
     lock = threading.Lock()
+    failing: list[threading.Thread] = []
+    failing_known = threading.Event()
 
     def call(i: int) -> None:
         with lock:
             calls.append(i)
-        time.sleep(0.01)
         if i == 5:
+            failing.append(threading.current_thread())
+            failing_known.set()
             raise ValueError("item 5 failed")
+        if i > 5:
+            assert failing_known.wait(10)
+            failing[0].join(10)
 
     with pytest.raises(ValueError, match="item 5 failed"):
         run_bounded(call, list(range(100)), CONCURRENCY)
-    assert 5 in calls and len(calls) <= 6 + CONCURRENCY, calls
+    assert 5 in calls and len(calls) <= 6 + CONCURRENCY - 1, calls
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
