@@ -16,7 +16,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import threading
 from contextlib import suppress
 from pathlib import Path
@@ -37,7 +36,7 @@ class Holder:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.token = secrets.token_hex(16)
+        self.token = os.urandom(16).hex()  # what secrets.token_hex does, without importing hmac
         self._fd: int | None = None
         self._lock = threading.Lock()
 
