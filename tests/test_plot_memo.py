@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,16 @@ def test_an_unwritable_memo_still_draws(tmp_path: Path, monkeypatch: pytest.Monk
     blocker.write_text("not a directory", encoding="utf-8")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert plots.histogram([0.5]).startswith("<svg")
+
+
+def test_a_fifo_in_place_of_a_memo_is_drawn_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    drawn = plots.histogram([0.75])
+    (memo,) = plots.memo_dir().glob("*.svg")
+    memo.unlink()
+    os.mkfifo(memo)  # an open for reading would wait for a writer forever
+    found: list[str] = []
+    reader = threading.Thread(target=lambda: found.append(plots.histogram([0.75])), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert found == [drawn], "the memo read waited on a FIFO"

@@ -23,22 +23,34 @@ import importlib.metadata
 import io
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec
 
+from attest.files import FileReadError, MiB, read_text_bounded, user_cache_dir
 from attest.text import printable
+from evals.store.records import write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["MEMO_KEEP", "Point", "clean", "confusion", "forest", "histogram", "label", "memo_dir", "reliability"]
+__all__ = [
+    "MEMO_KEEP",
+    "MEMO_MAX_BYTES",
+    "Point",
+    "clean",
+    "confusion",
+    "forest",
+    "histogram",
+    "label",
+    "memo_dir",
+    "reliability",
+]
 
 MEMO_KEEP = 512  # remembered plots; the oldest go first
+MEMO_MAX_BYTES = 8 * MiB  # a remembered plot larger than this is drawn again
 P = ParamSpec("P")
 
 BLUE, GREY, RED, GREEN, ORANGE = "#1f5fa8", "#8a8a8a", "#b3261e", "#1e7b34", "#c26a00"
@@ -72,17 +84,19 @@ def label(text: str) -> str:
     return shown
 
 
+@functools.cache
 def _mpl() -> Any:
-    """matplotlib, imported on first use with the canvas-free `Agg` backend."""
+    """matplotlib, imported on first use, its canvas-free `Agg` backend chosen before pyplot is imported."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot  # reached as matplotlib.pyplot
+
     return matplotlib
 
 
 def memo_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "attest" / "plots"
+    return user_cache_dir() / "plots"
 
 
 @functools.cache
@@ -109,8 +123,8 @@ def _remembered(draw: Callable[P, str]) -> Callable[P, str]:
         key = json.dumps([draw.__name__, args, kwargs, _code_digest()], default=_plain, sort_keys=True)
         path = memo_dir() / f"{hashlib.sha256(key.encode()).hexdigest()}.svg"
         try:
-            return clean(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+            return clean(read_text_bounded(path, MEMO_MAX_BYTES))
+        except FileReadError:  # none yet, or not a plain UTF-8 file: draw it
             pass
         svg = draw(*args, **kwargs)
         _remember(path, svg)
@@ -120,13 +134,9 @@ def _remembered(draw: Callable[P, str]) -> Callable[P, str]:
 
 
 def _remember(path: Path, svg: str) -> None:
-    """Atomically, through an exclusive temp name; then only the newest MEMO_KEEP stay. Never fails a page."""
+    """Atomically (`write_atomic`); then only the newest MEMO_KEEP stay. Never fails a page."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plot.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(svg)
-        os.replace(tmp, path)
+        write_atomic(path, svg)
         kept = sorted(path.parent.glob("*.svg"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in kept[MEMO_KEEP:]:
             old.unlink(missing_ok=True)
@@ -135,13 +145,11 @@ def _remember(path: Path, svg: str) -> None:
 
 
 def _svg(fig: Figure) -> str:
-    import matplotlib.pyplot as plt
-
     matplotlib = _mpl()
     out = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": "attest"}):  # ids from content: a page is reproducible
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
+    matplotlib.pyplot.close(fig)
     return clean(out.getvalue())
 
 
@@ -161,10 +169,8 @@ def clean(svg: str) -> str:
 def _figure(width: float, height: float, *, left: float, bottom: float = 0.45, top: float = 0.12) -> tuple[Figure, Any]:
     """A figure with fixed margins in inches (a tight bounding box would draw every plot twice)."""
     matplotlib = _mpl()
-    import matplotlib.pyplot as plt
-
     with matplotlib.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(width, height))
+        fig, ax = matplotlib.pyplot.subplots(figsize=(width, height))
     fig.subplots_adjust(left=left / width, right=1 - 0.15 / width, bottom=bottom / height, top=1 - top / height)
     return fig, ax
 

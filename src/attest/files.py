@@ -6,6 +6,9 @@ it claims to be. `open_regular` opens without blocking (O_NONBLOCK) and checks w
 opened with fstat, so what is checked is what is read; `read_bounded` then reads at most
 `limit` bytes. Either refuses in one line naming the path and what to do.
 
+`user_cache_dir` is where attest keeps what it remembers for this user across runs
+(file digests, drawn plots): `$XDG_CACHE_HOME/attest`, else `~/.cache/attest`.
+
 A leaf module (standard library and attest.errors only), so the app and the harness share it.
 """
 
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from attest.errors import AttestError
 
-__all__ = ["FileReadError", "MiB", "open_regular", "read_bounded", "read_text_bounded"]
+__all__ = ["FileReadError", "MiB", "open_regular", "read_bounded", "read_text_bounded", "user_cache_dir"]
 
 MiB = 1 << 20
 _DEFAULT_LIMIT = 64 * MiB
@@ -97,3 +100,9 @@ def _too_big(path: str | Path, size: int, limit: int, todo: str) -> FileReadErro
 
 def _error(path: str | Path, what: str, todo: str) -> FileReadError:
     return FileReadError(f"{path}: {what}" + (f"; {todo}" if todo else "; check the path"))
+
+
+def user_cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/attest`, else `~/.cache/attest`: what attest remembers for this user across runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attest"

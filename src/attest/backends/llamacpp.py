@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attest.errors import AttestError
+from attest.files import user_cache_dir
 
 __all__ = [
     "GGUF_NAME",
@@ -73,7 +74,7 @@ def gguf_path() -> Path:
 def file_digest(path: Path, memo_dir: Path | None = None) -> str:
     """sha256 of a file, remembered by path, size and mtime so it is computed once."""
     stat = path.stat()
-    memo = (memo_dir or _memo_dir()) / "file-digests.json"
+    memo = (memo_dir or user_cache_dir()) / "file-digests.json"
     key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
     known = _read_memo(memo)
     if key in known:
@@ -82,11 +83,6 @@ def file_digest(path: Path, memo_dir: Path | None = None) -> str:
     known[key] = digest
     _write_memo(memo, known)
     return digest
-
-
-def _memo_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "attest"
 
 
 def _sha256(path: Path) -> str:
