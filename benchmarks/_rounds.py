@@ -46,7 +46,7 @@ from benchmarks._common import REPEATS, ROOT, rotated, timed, workdir
 from evals import reaction_eval
 from evals.cli import runner
 from evals.corpus.cases import ReactionCase
-from evals.store.cache import ResponseCache
+from evals.store.local.cache import ResponseCache
 
 __all__ = ["Round", "Rounds", "measure"]
 

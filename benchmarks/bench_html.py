@@ -19,7 +19,7 @@ from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script
 from evals import reaction_eval
 from evals.cli import runner
 from evals.render.show import show_run
-from evals.store.cache import ResponseCache
+from evals.store.local.cache import ResponseCache
 from evals.store.records import DirStore
 
 __all__ = ["run"]

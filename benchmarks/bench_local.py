@@ -71,7 +71,7 @@ def _cold_run(settings: dict[str, str], cases: int, label: str) -> Measured:
 
 def _texts(cache_dir: Path) -> dict[str, str]:
     """The answer text of every sample of the run, read from the cache through its manifest's keys."""
-    from evals.store.cache import ResponseCache
+    from evals.store.local.cache import ResponseCache
 
     manifest = json.loads(next((cache_dir / "runs").glob("*/manifest.json")).read_text(encoding="utf-8"))
     cache = ResponseCache(cache_dir)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import compare, runs
-from evals.store.cache import Entry, ResponseCache
+from evals.store.local.cache import Entry, ResponseCache
 from evals.store.records import DirStore, Manifest, Provenance, Report, SampleRef
 
 __all__ = ["run"]

@@ -24,7 +24,7 @@ from evals import tasks
 from evals.engine.execute import RunSpec, execute
 from evals.engine.pipeline import CachedChat, load_cases
 from evals.rescore import rescore_run
-from evals.store.cache import Identity, ResponseCache
+from evals.store.local.cache import Identity, ResponseCache
 from evals.store.records import DirStore, Manifest
 
 TOTAL = 10_000

@@ -2,7 +2,7 @@
 
 - `list`: one row per run, newest first (id, task, status, backend, model, split, n,
   prompt fingerprint, score, age); `--task`, `--json`. Runs unchanged since the last
-  listing come from `runs/.index.json` (evals/store/run_index.py), so 1,000 runs list at once.
+  listing come from `runs/.index.json` (evals/store/local/run_index.py), so 1,000 runs list at once.
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
   answer text from the cache, its score and the scorer's errors; `--html FILE` writes the
   run's page instead (one offline HTML file, evals/render/html.py; `-` for stdout).
@@ -34,7 +34,7 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.store.cache import ResponseCache
+from evals.store.local.cache import ResponseCache
 from evals.store.open import StoreAnswers, open_store
 from evals.store.records import Decision, DirStore, Manifest, Prompts, Report, RunError, RunStore
 from evals.store.refs import RunRow, list_runs, resolve_ref

@@ -25,7 +25,7 @@ from evals import tagging_eval
 from evals.corpus.cases import TaggingCase
 from evals.engine.execute import RunSpec, execute
 from evals.engine.pipeline import CachedChat, load_cases
-from evals.store.cache import Identity, ResponseCache
+from evals.store.local.cache import Identity, ResponseCache
 from evals.store.records import DirStore
 
 __all__ = ["corpus_ids", "record", "write_corpus"]

@@ -19,7 +19,7 @@ from typing import Any
 import diskcache
 import pytest
 
-from evals.store.cache import Entry, JSONDisk, ResponseCache
+from evals.store.local.cache import Entry, JSONDisk, ResponseCache
 
 ENTRY = Entry("answer", 0.1, 1, 2, "m", "d", 1.0)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.store.cache import CacheError, Entry, LeaseTimeout, ResponseCache, resolve_lease_wait
+from evals.store.local.cache import CacheError, Entry, LeaseTimeout, ResponseCache, resolve_lease_wait
 
 KEY = "a" * 64
 LOCK = "lock:" + KEY

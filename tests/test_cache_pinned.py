@@ -1,4 +1,4 @@
-"""The private diskcache use evals/store/cache.py keeps, under the version pinned in pyproject.toml.
+"""The private diskcache use evals/store/local/cache.py keeps, under the version pinned in pyproject.toml.
 
 `ResponseCache.get_many`, the open-time audit and `unlock` query diskcache's `Cache`
 table through `Cache._sql` (private): one query per 500 keys instead of one `get`
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import diskcache
 
-from evals.store.cache import Entry, ResponseCache
+from evals.store.local.cache import Entry, ResponseCache
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = Entry("answer", 0.1, 1, None, "m", "d", 1.0)
@@ -23,7 +23,7 @@ ENTRY = Entry("answer", 0.1, 1, None, "m", "d", 1.0)
 def test_diskcache_is_pinned_to_the_version_installed() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     (pin,) = [d for d in project["dependencies"] if d.startswith("diskcache")]  # the harness installs with the app
-    assert re.fullmatch(r"diskcache==[0-9.]+", pin), f"{pin}: evals/store/cache.py relies on diskcache internals"
+    assert re.fullmatch(r"diskcache==[0-9.]+", pin), f"{pin}: evals/store/local/cache.py relies on diskcache internals"
     assert pin == f"diskcache=={diskcache.__version__}"
 
 

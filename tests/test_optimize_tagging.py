@@ -37,7 +37,7 @@ from evals import compare as compare_cli
 from evals import tagging_eval
 from evals.corpus.cases import TaggingCase
 from evals.engine.pipeline import CachedChat, CacheOnlyChat, unsampled
-from evals.store.cache import Identity, ResponseCache
+from evals.store.local.cache import Identity, ResponseCache
 from evals.store.records import Decision, DirStore
 from tests.fakes import FakeBackend, RecordingChat
 

@@ -26,8 +26,9 @@ from evals.corpus.cases import TaggingCase
 from evals.engine import provenance
 from evals.engine.execute import Prompts
 from evals.engine.pipeline import Task, corpus_digests, load_cases
-from evals.store import refs, run_index
-from evals.store.cache import ResponseCache
+from evals.store import refs
+from evals.store.local import run_index
+from evals.store.local.cache import ResponseCache
 from evals.store.records import DirStore, Manifest
 from tests.test_records import hold_in_another_process
 

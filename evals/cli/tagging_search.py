@@ -31,7 +31,7 @@ from evals.engine.execute import RunOutcome, RunSpec, execute, with_render
 from evals.engine.execute import evaluate as execute_evaluate
 from evals.engine.pipeline import CachedChat, EvalResult, SampleChat
 from evals.engine.progress import stderr_progress
-from evals.store.cache import request_key
+from evals.store.local.cache import request_key
 from evals.store.records import RunStore
 from evals.tagging_eval import TASK, dspy_fields, load_cases, score_one, to_dspy_example
 

@@ -23,7 +23,7 @@ from attest.errors import AttestError
 from attest.files import read_bounded
 from evals.corpus import paths
 from evals.corpus.paths import CHECKOUT, PROJECT_ROOT, corpus_ref, project_root, resolve_corpus
-from evals.store.cache import canonical_json
+from evals.store.local.cache import canonical_json
 
 __all__ = [
     "CHECKOUT",

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from attest.backends.types import Backend, ChatResponse, Message
-from evals.store.cache_db import canonical_json
+from evals.store.local.cache_db import canonical_json
 
 __all__ = [
     "SEEDING",

@@ -4,7 +4,7 @@ Unset (`--store` and `ATTEST_STORE` both empty): the local cache, `ResponseCache
 `<cache-dir>/responses/` and `DirStore` in `<cache-dir>/runs/`, exactly as for a single
 user. A PostgreSQL URL (`postgresql://user:pass@host:port/db`, or libpq's other forms
 such as `postgresql:///db?host=/socket/dir` or `host=h dbname=d`): `PgAnswers` and
-`PgRuns` over one connection (evals.store.postgres*; needs the `store` extra).
+`PgRuns` over one connection (evals.store.postgres.connection*; needs the `store` extra).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from evals.store.cache import ResponseCache
-from evals.store.cache_db import CacheError
 from evals.store.keys import Entry
+from evals.store.local.cache import ResponseCache
+from evals.store.local.cache_db import CacheError
 from evals.store.records import DirStore, RunStore
 from evals.store.settings import DEFAULT_LEASE_WAIT_S
 
@@ -72,7 +72,9 @@ def open_store(url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAUL
         cache = ResponseCache(cache_dir, lease_wait_s=lease_wait_s)
         return Opened(cache, DirStore(cache_dir / "runs"), str(cache_dir), shared=False)
     try:
-        from evals.store import postgres, postgres_answers, postgres_runs
+        from evals.store.postgres import answers as postgres_answers
+        from evals.store.postgres import connection as postgres
+        from evals.store.postgres import runs as postgres_runs
     except ImportError as exc:
         raise CacheError(
             f"--store/ATTEST_STORE names a PostgreSQL store, but its client is not installed ({exc.name}): "

@@ -2,7 +2,7 @@
 
 - `Answers`: model answers by request key, plus per-key leases (claims) so that no
   two runs ask the model for one sample. Local: `ResponseCache` (diskcache in
-  `cache/responses/`); shared: `PgAnswers` (evals.store.postgres); in memory:
+  `cache/responses/`); shared: `PgAnswers` (evals.store.postgres.connection); in memory:
   `MemoryCache` (evals.engine.pipeline).
 - `Runs`: run records (manifest, prompts, report, decision, rescore) by run id.
   Local: `DirStore` (`cache/runs/`); shared: `PgRuns`; in memory: `MemoryStore`.

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evals.store import run_index
+from evals.store.local import run_index
+from evals.store.local.run_index import Summary
 from evals.store.records import DirStore, RunError, RunProgress, RunStore
-from evals.store.run_index import Summary
 
 __all__ = ["FILTER_KEYS", "Resolved", "RunRow", "list_runs", "parse_filter", "resolve", "resolve_ref"]
 

@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-from evals.store.cache_db import CacheError
+from evals.store.local.cache_db import CacheError
 
 __all__ = [
     "DEFAULT_LEASE_WAIT_S",

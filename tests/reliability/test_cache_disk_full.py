@@ -19,7 +19,7 @@ import pytest
 from attest.errors import run_reporting_errors
 from evals.engine.pipeline import CachedChat, Planned, generate, plan
 from evals.reaction_eval import TASK, load_cases
-from evals.store.cache import Identity, JSONDisk, ResponseCache
+from evals.store.local.cache import Identity, JSONDisk, ResponseCache
 from tests.fakes import RecordingChat
 from tests.reliability.fakeserver import reaction_answer
 

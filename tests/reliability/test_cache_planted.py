@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from evals.store.cache import ResponseCache
+from evals.store.local.cache import ResponseCache
 from tests.reliability.fakeserver import FakeServer
 from tests.reliability.helpers import corpus_cases, run_reaction
 

@@ -20,7 +20,7 @@ import pytest
 from attest.backends.settings import Settings
 from evals.engine.pipeline import plan
 from evals.reaction_eval import TASK, load_cases
-from evals.store.cache import Identity, ResponseCache
+from evals.store.local.cache import Identity, ResponseCache
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_answer, reaction_command, script_env
 from tests.reliability.helpers import write_corpus
 

@@ -240,7 +240,8 @@ def test_show_json_escapes_what_text_output_escapes(tmp_path: Path, capsys: pyte
 def test_a_planted_run_index_is_neither_waited_on_nor_believed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from evals.store import refs, run_index
+    from evals.store import refs
+    from evals.store.local import run_index
     from evals.store.records import DirStore
 
     cache = tmp_path / "cache"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.store.cache import CacheError, LeaseTimeout, ResponseCache
+from evals.store.local.cache import CacheError, LeaseTimeout, ResponseCache
 from tests.reliability.fakeserver import ROOT
 
 KEY = "ab" * 32
@@ -33,7 +33,7 @@ _ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
 _HOLD = """
 import sys, time
 from pathlib import Path
-from evals.store.cache import ResponseCache
+from evals.store.local.cache import ResponseCache
 cache = ResponseCache(Path(sys.argv[1]))
 with cache.lease(sys.argv[2]) as mine:
     print("held" if mine else "filled", flush=True)
@@ -45,7 +45,7 @@ with cache.lease(sys.argv[2]) as mine:
 _GENERATE = """
 import hashlib, json, os, sys, time
 from pathlib import Path
-from evals.store.cache import Identity, ResponseCache
+from evals.store.local.cache import Identity, ResponseCache
 from evals.engine.pipeline import CachedChat, generate, plan
 from evals.reaction_eval import TASK, load_cases
 from tests.fakes import RecordingChat
@@ -119,7 +119,7 @@ def test_a_suspended_holder_is_waited_for_once_then_one_line(tmp_path: Path, hol
         message = str(raised.value)
         assert "\n" not in message and isinstance(raised.value, CacheError)
         assert f"sample {KEY[:12]}" in message and f"pid {holder.pid}" in message, message
-        assert "after 0.3 s" in message and "python -m evals.store.cache unlock --cache-dir" in message, message
+        assert "after 0.3 s" in message and "python -m evals.store.local.cache unlock --cache-dir" in message, message
         assert len(notes) == 1, "the wait is announced once per holder, not once per try"
         assert f"sample {KEY[:12]}" in notes[0] and f"pid {holder.pid}" in notes[0], notes
         assert f"kill -CONT {holder.pid}" in notes[0] and "at most 0.3 s" in notes[0], notes

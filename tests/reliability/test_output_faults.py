@@ -18,7 +18,7 @@ import pytest
 
 from evals.cli.runner import main
 from evals.reaction_eval import TASK
-from evals.store.cache import ResponseCache
+from evals.store.local.cache import ResponseCache
 from tests.reliability.fakeserver import FakeServer
 from tests.reliability.helpers import corpus_cases
 

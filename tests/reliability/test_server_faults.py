@@ -25,7 +25,7 @@ import pytest
 from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.backends.types import Backend
-from evals.store.cache import ResponseCache
+from evals.store.local.cache import ResponseCache
 from tests.reliability.fakeserver import CHAT_PATH, FakeServer
 from tests.reliability.helpers import run_reaction, write_corpus
 

@@ -12,7 +12,7 @@ import pytest
 
 from evals.store.keys import Entry, Identity, request_key
 from evals.store.open import open_store
-from evals.store.postgres import SCHEMA_VERSION, StoreError, StoreReadOnly
+from evals.store.postgres.connection import SCHEMA_VERSION, StoreError, StoreReadOnly
 from evals.store.records import MemoryStore
 from tests.store.conftest import Pg
 

@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import conninfo
 
-from evals.store.cache_db import CacheError
+from evals.store.local.cache_db import CacheError
 from evals.store.protocols import WritesRefused
 
 __all__ = [

@@ -17,7 +17,7 @@ The lock belongs to the session, so the connection that took it is the one kept 
 claim's whole life (no pool hands it to anyone else); a second thread of this process
 asking for a key this process holds is told "held" by an in-process set, since a session
 may take its own advisory lock twice. A partitioned worker: the server drops its session
-within ~20 s (tcp keepalives and `tcp_user_timeout`, evals.store.postgres), freeing its
+within ~20 s (tcp keepalives and `tcp_user_timeout`, evals.store.postgres.connection), freeing its
 claims; the worker's own next query fails within about the same time. A claim is only
 used after re-reading the answer table, and answers are inserted `ON CONFLICT DO NOTHING`,
 so even a model call made twice across a partition stores one answer.
@@ -34,10 +34,10 @@ from typing import Any
 
 import psycopg
 
-from evals.store.cache import LeaseTimeout
-from evals.store.cache_db import canonical_json
 from evals.store.keys import Entry, entry_from_json
-from evals.store.postgres import StoreReadOnly, describe, guard, who
+from evals.store.local.cache import LeaseTimeout
+from evals.store.local.cache_db import canonical_json
+from evals.store.postgres.connection import StoreReadOnly, describe, guard, who
 
 __all__ = ["PgAnswers", "lock_id"]
 

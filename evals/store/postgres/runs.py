@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from evals.store.models import Manifest, Record, RecordError, decode
-from evals.store.postgres import describe, guard, who
+from evals.store.postgres.connection import describe, guard, who
 from evals.store.records import RunError, RunStore
 
 __all__ = ["PgRuns", "RunAuthor"]

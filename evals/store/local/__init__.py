@@ -1,0 +1,1 @@
+"""The local store: answers in a diskcache directory, run records as files under cache/runs/."""
