@@ -88,12 +88,16 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
 
 
-def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
-    """Score a run's cached samples with today's scorer against today's labels."""
+def rescore_run(
+    manifest: Manifest, cache: AnswerCache, corpus: Path | None = None, *, paths_local: bool = True
+) -> Rescored:
+    """Score a run's cached samples with today's scorer against today's labels. A run from a shared
+    store (`paths_local=False`) is scored against the task's corpus in this checkout, never the path it
+    recorded on another machine; a corpus that differs is said (`_changes` compares the hashes)."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
-    path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
+    path = corpus or (provenance.resolve_corpus(manifest.provenance.corpus) if paths_local else task.corpus)
     loaded = load_cases(task, path)
     cases: dict[str, AnyCase] = {c.id: c for c in loaded}
     gone = sorted({s.case for s in manifest.samples} - set(cases))
@@ -175,7 +179,7 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
     unsaved: WritesRefused | None = None
     for manifest in manifests:
         try:
-            done = rescore_run(manifest, cache, args.corpus)
+            done = rescore_run(manifest, cache, args.corpus, paths_local=store.paths_local)
             old = store.report(manifest.run_id)
         except AttestError as exc:
             if args.run is not None:
@@ -229,7 +233,7 @@ def recheck_decisions(
         cand = rescored[run_id]
         try:
             base = rescored.get(decision.baseline_run) or rescore_run(
-                store.manifest(decision.baseline_run), cache, corpus
+                store.manifest(decision.baseline_run), cache, corpus, paths_local=store.paths_local
             )
             runs = [Run(r.manifest, report_of(r.manifest, r.result, None)) for r in (base, cand)]
             entry = recheck(decision, runs[0], runs[1])

@@ -28,7 +28,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
@@ -121,8 +121,8 @@ def _sync(command: str, url: str | None, cache_dir: Any) -> int:
     }
     line, warning = sync(command, open_store(None, cache_dir), open_store(url, cache_dir), models)
     print(line)
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
+    for note in warning.splitlines():
+        print(f"warning: {note}", file=sys.stderr)
     return 0
 
 
@@ -155,15 +155,14 @@ def _show_html(store: RunStore, cache: StoreAnswers, run_id: str, target: str) -
     return 0
 
 
-def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
+def _stub_texts(manifest: Manifest, raw: Mapping[str, Mapping[str, Any]]) -> dict[str, str] | None:
     """The stub's answers on the run's cases, for the page's "identical to the stub's" check (None: unknown task)."""
     from evals import tasks
     from evals.analysis.stub_texts import stub_texts
-    from evals.render.pages import corpus_cases
 
     try:
         task = tasks.get(manifest.task)
-        cases = [task.case_model.model_validate(c) for c in corpus_cases(manifest).values()]
+        cases = [task.case_model.model_validate(c) for c in raw.values()]
     except (tasks.UnknownTaskError, ValueError):
         return None
     return stub_texts(task, cases)

@@ -9,6 +9,7 @@ answers (a stated confidence) beside it: derived from the data, never from the t
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,9 @@ __all__ = ["CaseRow", "RunPage", "Texts", "answer_texts", "run_page_data", "spli
 META = ("id", "split", "family", "note")
 Texts = Mapping[tuple[str, int], "str | None"]  # (case id, sample) -> the answer text (None: not in the cache)
 SCALE_MAX = 10  # a whole-number answer field with at most this many values is a scale (a confidence)
+# What a record can make a page draw (a run from a store is untrusted): rows of the case table,
+# entries of the family filter, baseline cards; the rest is counted as "N more not shown".
+PAGE_ROWS, PAGE_FAMILIES, PAGE_BASELINES = 5000, 200, 8
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,26 @@ class RunPage:
 
     @property
     def block(self) -> dict[str, Any]:
-        return dict(self.report.uncertainty) if self.report is not None else {}
+        block = dict(self.report.uncertainty) if self.report is not None else {}
+        if isinstance(block.get("baselines"), list):
+            block["baselines"] = block["baselines"][:PAGE_BASELINES]
+        return block
+
+    @property
+    def shown_rows(self) -> list[CaseRow]:
+        return self.rows[:PAGE_ROWS]
+
+    @property
+    def shown_families(self) -> list[str]:
+        return self.families[:PAGE_FAMILIES]
+
+    @property
+    def hidden(self) -> str:
+        """`N rows more not shown` (rows, families), or ""."""
+        rows, families = len(self.rows) - PAGE_ROWS, len(self.families) - PAGE_FAMILIES
+        parts = [f"{rows} more rows" if rows > 0 else "", f"{families} more families" if families > 0 else ""]
+        said = " and ".join(p for p in parts if p)
+        return f"{said} not shown" if said else ""
 
 
 def answer_texts(cache: AnswerCache, samples: Sequence[SampleRef]) -> dict[tuple[str, int], str | None]:
@@ -142,17 +165,28 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
 def _plots(page: RunPage, cases: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     block = page.block
-    if block.get("families"):
-        points = [
-            plots.Point(r["family"], r["mean"], r["low"], r["high"], tuple(sorted(r.get("baselines", {}).items())))
-            for r in block["families"]
-        ]
+    points = _family_points(block.get("families"))
+    if points:
         out["families"] = plots.forest(points, xlabel="mean score (95% interval)")
     scores = [r.score for r in page.rows if r.score is not None]
     if scores:
         out["distribution"] = plots.histogram(scores)
     out.update(_verdict_plots(page.rows, cases))
     return out
+
+
+def _family_points(rows: object) -> list[plots.Point]:
+    """The report's family intervals as plot rows; a row of another shape (a record is untrusted) is left out."""
+    points = []
+    for r in rows if isinstance(rows, list) else []:
+        try:
+            marks = tuple(sorted((str(k), float(v)) for k, v in r.get("baselines", {}).items()))
+            point = plots.Point(str(r["family"]), float(r["mean"]), float(r["low"]), float(r["high"]), marks)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            continue
+        if all(math.isfinite(x) for x in (point.mean, point.low, point.high, *(x for _, x in marks))):
+            points.append(point)
+    return points
 
 
 def _verdict_plots(rows: Sequence[CaseRow], cases: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

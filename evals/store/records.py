@@ -58,7 +58,9 @@ __all__ = [
     "RunProgress",
     "RunStore",
     "SampleRef",
+    "check_owner",
     "new_run_id",
+    "record_cap",
     "write_atomic",
 ]
 
@@ -124,19 +126,32 @@ def _read(path: Path, model: type[M], limit: int = _OTHER_RECORD_BYTES) -> M:
         ) from None
 
 
-def _check_owner(run_id: str, name: str, record: Record) -> None:
-    """A record names the run it belongs to: a run directory copied under another name is refused,
-    so it can never stand for (or overwrite the records of) the run whose id it holds."""
+def record_cap(name: str) -> int:
+    """The most bytes a record called `name` may have before it is parsed."""
+    return RECORD_BYTES.get(name, _OTHER_RECORD_BYTES)
+
+
+def check_owner(run_id: str, name: str, record: Record, *, where: str = "") -> None:
+    """A record names the run it belongs to: a run directory copied under another name (or a store row
+    planted under another run's id, `where` naming the store) is refused, so it can never stand for (or
+    overwrite the records of) the run whose id it holds."""
     recorded = getattr(record, "candidate_run" if isinstance(record, Decision) else "run_id", run_id)
-    if recorded != run_id:
-        raise RunError(
-            f"run {run_id!r}: its {name}.json records run id {recorded!r}: the directory was copied or renamed; "
-            "remove it with `runs prune --incomplete --yes`"
-        )
+    if recorded == run_id:
+        return
+    if where:
+        raise RunError(f"run {run_id!r} in {where} is unreadable: its {name} records run id {recorded!r}")
+    raise RunError(
+        f"run {run_id!r}: its {name}.json records run id {recorded!r}: the directory was copied or renamed; "
+        "remove it with `runs prune --incomplete --yes`"
+    )
 
 
 class RunStore:
     """Where run records live. `DirStore` is `cache/runs/`; `MemoryStore` serves tests."""
+
+    # Whether a path a run recorded (its corpus) may be opened here: False for a shared store, whose runs
+    # come from other machines; their corpus is then the local checkout's, compared by hash.
+    paths_local = True
 
     def run_ids(self) -> list[str]:
         raise NotImplementedError
@@ -229,8 +244,8 @@ class DirStore(RunStore):
         path = self.run_dir(run_id) / f"{name}.json"
         if not path.exists():
             raise RunError(f"no run {run_id!r} in {self.root} (no {name}.json): list them with `runs list`")
-        record = _read(path, model, RECORD_BYTES.get(name, _OTHER_RECORD_BYTES))
-        _check_owner(run_id, name, record)
+        record = _read(path, model, record_cap(name))
+        check_owner(run_id, name, record)
         return record
 
     def exists(self, run_id: str, name: str) -> bool:

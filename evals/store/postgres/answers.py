@@ -34,7 +34,7 @@ from typing import Any
 
 import psycopg
 
-from evals.store.keys import Entry, entry_from_json
+from evals.store.keys import ANSWER_BYTES, Entry, entry_from_text
 from evals.store.local.cache import LeaseTimeout
 from evals.store.local.cache_db import canonical_json
 from evals.store.postgres.connection import StoreReadOnly, describe, guard, who
@@ -42,6 +42,16 @@ from evals.store.postgres.connection import StoreReadOnly, describe, guard, who
 __all__ = ["PgAnswers", "lock_id"]
 
 _CHUNK = 1000
+_INSERT = (
+    "INSERT INTO attest.answers (key, value, host, username) "
+    "SELECT * FROM unnest(%s::text[], %s::jsonb[], %s::text[], %s::text[]) "
+    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, host = EXCLUDED.host, username = EXCLUDED.username, "
+    "stored_at = now() WHERE attest.answers.key = ANY(%s::text[])"
+)
+_SELECT = (
+    "SELECT key, size, CASE WHEN size <= %s THEN value::text END FROM "
+    "(SELECT key, value, octet_length(value::text) AS size FROM attest.answers WHERE key = ANY(%s)) AS a"
+)
 _POLL_S = 0.05
 
 
@@ -70,52 +80,56 @@ class PgAnswers:
         self._noticed = False
         self._lock = threading.Lock()
         self._held: set[str] = set()
+        self._unreadable: set[str] = set()  # keys whose stored row was skipped: a new answer replaces it
         self._host, self._user = who()
         with guard("read the store's privileges", url):
             row = conn.execute("SELECT has_table_privilege('attest.answers', 'INSERT')").fetchone()
         self.writable = bool(row and row[0])
 
-    def _decode(self, key: str, raw: object) -> Entry | None:
-        entry = entry_from_json(raw)
+    def _decode(self, key: str, size: int, text: str | None) -> Entry | None:
+        """A row read as untrusted: over the cap (measured in SQL, never fetched) or not an Entry is a
+        miss with one warning line, never a hit and never an error."""
+        entry = entry_from_text(text) if text is not None else f"{size} bytes, over the {ANSWER_BYTES}-byte answer cap"
         if isinstance(entry, str):
-            warning = f"answer {key[:12]} in {self.where} is unreadable ({entry}); treating it as missing"
+            warning = f"skipped answer {key[:12]}: {entry} (in {self.where}; treated as missing)"
             with self._lock:
+                self._unreadable.add(key)
                 if warning not in self.warnings:
                     self.warnings.append(warning)
             return None
         return entry
 
     def get(self, key: str) -> Entry | None:
-        with guard("read an answer", self._url):
-            row = self._conn.execute("SELECT value FROM attest.answers WHERE key = %s", (key,)).fetchone()
-        return None if row is None else self._decode(key, row[0])
+        return self.get_many([key])[key]
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]:
-        found: dict[str, Any] = {}
+        """One `ANY` query per 1,000 keys; each value's length is measured in SQL and an oversized one is not sent."""
+        found: dict[str, tuple[int, str | None]] = {}
         unique = list(dict.fromkeys(keys))
         with guard("read answers", self._url):
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
-                rows = self._conn.execute("SELECT key, value FROM attest.answers WHERE key = ANY(%s)", (chunk,))
-                found.update(rows.fetchall())
-        return {key: self._decode(key, found[key]) if key in found else None for key in keys}
+                rows = self._conn.execute(_SELECT, (ANSWER_BYTES, chunk)).fetchall()
+                found.update((key, (size, text)) for key, size, text in rows)
+        return {key: self._decode(key, *found[key]) if key in found else None for key in keys}
 
     def put(self, key: str, entry: Entry) -> None:
         self.put_many([(key, entry)])
 
     def put_many(self, items: Sequence[tuple[str, Entry]]) -> int:
-        """Store answers not yet stored (an existing one is kept as it is); how many were new."""
+        """Store answers not yet stored, one statement per 1,000; an existing answer is kept as it is, unless
+        this store skipped it as unreadable, when the new one replaces it. How many were written."""
         rows = [(key, canonical_json(asdict(entry)), self._host, self._user) for key, entry in items]
+        with self._lock:
+            replace = sorted(self._unreadable.intersection(key for key, _ in items))
         with guard("store an answer", self._url), self._conn.cursor() as cur:
             new = 0
             for start in range(0, len(rows), _CHUNK):
-                cur.execute(
-                    "INSERT INTO attest.answers (key, value, host, username) "
-                    "SELECT * FROM unnest(%s::text[], %s::jsonb[], %s::text[], %s::text[]) "
-                    "ON CONFLICT (key) DO NOTHING",
-                    [list(col) for col in zip(*rows[start : start + _CHUNK], strict=True)],
-                )
+                columns = [list(col) for col in zip(*rows[start : start + _CHUNK], strict=True)]
+                cur.execute(_INSERT, [*columns, replace])
                 new += max(cur.rowcount, 0)
+        with self._lock:
+            self._unreadable.difference_update(replace)
         return new
 
     def keys(self) -> Iterator[str]:

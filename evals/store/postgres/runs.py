@@ -14,7 +14,7 @@ import psycopg
 
 from evals.store.models import Manifest, Record, RecordError, decode
 from evals.store.postgres.connection import describe, guard, who
-from evals.store.records import RunError, RunStore
+from evals.store.records import RunError, RunStore, check_owner, record_cap
 
 __all__ = ["PgRuns", "RunAuthor"]
 
@@ -32,6 +32,8 @@ class RunAuthor(Record, frozen=True, kw_only=True):
 
 class PgRuns(RunStore):
     """The run records of the store at `url`, over a connection the answers share."""
+
+    paths_local = False  # a run's recorded corpus path is another machine's: never opened here
 
     def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
         self._conn = conn
@@ -61,19 +63,28 @@ class PgRuns(RunStore):
 
     def load(self, run_id: str, name: str, model: type[M]) -> M:
         self._check(run_id)
+        cap = record_cap(name)
         with guard(f"read the {name} of run {run_id}", self._url):
             row = self._conn.execute(
-                "SELECT body::text FROM attest.records WHERE run_id = %s AND name = %s", (run_id, name)
+                "SELECT size, CASE WHEN size <= %s THEN body END FROM (SELECT octet_length(body::text) AS size, "
+                "body::text AS body FROM attest.records WHERE run_id = %s AND name = %s) AS r",
+                (cap, run_id, name),
             ).fetchone()
         if row is None:
             raise RunError(f"no run {run_id!r} in {self.where} (no {name}): list them with `runs list --store URL`")
+        if row[1] is None:
+            raise RunError(
+                f"the {name} of run {run_id} in {self.where} is unreadable: {row[0]} bytes, over the {cap}-byte cap"
+            )
         try:
-            return decode(row[0], model)
+            record = decode(row[1], model)
         except RecordError as exc:
             raise RunError(
-                f"the {name} of run {run_id} in {self.where} is not valid ({exc}); "
-                "it was written by another version of attest"
+                f"the {name} of run {run_id} in {self.where} is unreadable ({exc}); "
+                "it was written by another version of attest or by hand"
             ) from None
+        check_owner(run_id, name, record, where=self.where)
+        return record
 
     def exists(self, run_id: str, name: str) -> bool:
         self._check(run_id)
