@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psycopg
@@ -88,7 +89,8 @@ def test_a_newer_schema_is_refused_in_one_line(pg_url: str, tmp_path: Path) -> N
     open_store(pg_url, tmp_path).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE attest.meta SET value = '99' WHERE name = 'schema_version'")
-    with pytest.raises(StoreError, match="schema version 99, newer than this attest's 1: upgrade attest"):
+    newer = f"schema version 99, newer than this attest's {SCHEMA_VERSION}: upgrade attest"
+    with pytest.raises(StoreError, match=newer):
         open_store(pg_url, tmp_path)
     out = _cli(["-m", "evals.runs", "--store", pg_url, "list"])
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "version 99" in out.stderr, out.stderr
@@ -196,3 +198,45 @@ def test_the_password_is_never_printed_nor_recorded(
         report = conn.execute("SELECT body FROM attest.records WHERE name = 'report'").fetchone()
     assert bodies and not any("pw-never-shown" in b for b in bodies)
     assert report is not None and report[0]["generate"]["store"].startswith(f'database "{pg_db}" on host ')
+
+
+def test_a_read_only_role_can_neither_hold_nor_block_a_claim(pg: Pg, pg_db: str, tmp_path: Path) -> None:
+    from evals.store.postgres.answers import lock_id
+
+    open_store(pg.url(pg_db), tmp_path).close()
+    url = pg.url(pg_db, _role(pg, pg_db, "reader", "pw", write=False), "pw")
+    reader = open_store(url, tmp_path)
+    writer = open_store(pg.url(pg_db, _role(pg, pg_db, "writer", "pw", write=True), "pw"), tmp_path)
+    try:
+        with pytest.raises(StoreReadOnly, match="may only read"), reader.answers.lease(KEY):
+            pass
+        with psycopg.connect(url, autocommit=True) as raw:  # the reader goes around attest: both are refused
+            raw.execute("SELECT pg_advisory_lock(%s)", (lock_id(KEY),))  # what claims were: now harmless
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                raw.execute("INSERT INTO attest.claims (key, holder, role) VALUES (%s, 'x', current_user)", (KEY,))
+            with writer.answers.lease(KEY, wait=False) as mine:
+                assert mine is True  # not blocked
+                writer.answers.put(KEY, _entry())
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_claim_lives_while_its_holder_is_connected_and_frees_when_it_goes(pg_url: str, tmp_path: Path) -> None:
+    first, second = open_store(pg_url, tmp_path), open_store(pg_url, tmp_path)
+    try:
+        with first.answers.lease(KEY) as mine:
+            assert mine is True
+            with second.answers.lease(KEY, wait=False) as theirs:
+                assert theirs is None  # held by a live holder
+            first.answers.put(KEY, _entry())
+        with second.answers.lease(KEY, wait=False) as theirs:
+            assert theirs is False  # stored meanwhile: read it
+        other = "1" * 64
+        with first.answers.lease(other):
+            first.close()  # its connection ends: the claim is free once the server has ended its session
+            started = time.monotonic()
+            with second.answers.lease(other) as theirs:
+                assert theirs is True and time.monotonic() - started < 5
+    finally:
+        second.close()

@@ -1,30 +1,28 @@
-"""Answers and sample claims in a team's PostgreSQL store (`attest.answers`).
+"""Answers and sample claims in a team's PostgreSQL store (`attest.answers`, `attest.claims`).
 
 Same key as the local cache (evals.store.keys), the value the same JSON Entry (jsonb,
-never pickle), with the host and user that stored it in their own columns.
+never pickle), with the host and user that stored it in their own columns. Every row read
+is untrusted: its length is measured in SQL and an answer over the cap is never fetched,
+and a value that is not an Entry is a miss with one `skipped answer KEY: why` line.
 
-Claims: a session-level advisory lock, `pg_try_advisory_lock(<first 64 bits of the key>)`,
-taken on this store's one connection and held while the model answers. Chosen over
-`SELECT ... FOR UPDATE SKIP LOCKED` because:
-- it needs no row to lock: a sample has no row until its answer exists, and SKIP LOCKED
-  would need a claims table filled in advance (and cleaned up);
-- it holds no transaction open during the model call: SKIP LOCKED keeps a transaction
-  idle for as long as the model takes (seconds to minutes), which
-  `idle_in_transaction_session_timeout` would kill and which holds back vacuum;
-- PostgreSQL drops a session's advisory locks the instant its connection ends, however
-  the worker ends (SIGKILL too), so a dead worker's claims are free at once.
-The lock belongs to the session, so the connection that took it is the one kept for the
-claim's whole life (no pool hands it to anyone else); a second thread of this process
-asking for a key this process holds is told "held" by an in-process set, since a session
-may take its own advisory lock twice. A partitioned worker: the server drops its session
-within ~20 s (tcp keepalives and `tcp_user_timeout`, evals.store.postgres.connection), freeing its
-claims; the worker's own next query fails within about the same time. A claim is only
-used after re-reading the answer table, and answers are inserted `ON CONFLICT DO NOTHING`,
-so even a model call made twice across a partition stores one answer.
+Claims: a row in `attest.claims` naming the holder, a random token this process puts in
+the `application_name` of each of its connections, and the role that claimed. A claim is
+live while a session with that application name and that role exists (`pg_stat_activity`),
+so PostgreSQL frees a dead worker's claims the instant its connections end, however it ends
+(SIGKILL too), and a partitioned worker's within ~20 s (keepalives and `tcp_user_timeout`,
+evals.store.postgres.connection). Claiming is one statement, `INSERT ... ON CONFLICT DO
+UPDATE ... WHERE <the holder is gone> RETURNING key`, which also skips a key whose answer
+exists: the claim and the re-read are one round trip, and a cold sample costs two (claim,
+store). Claiming needs INSERT and UPDATE on the table, so a role that may only read can
+neither hold nor block a claim (advisory locks, used before, can be taken by any role).
+Answers are inserted `ON CONFLICT DO NOTHING`, so a model call made twice across a
+partition stores one answer. Each request thread has its own connection, so
+`--concurrency` overlaps round trips to a distant server instead of queueing on one.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -37,7 +35,7 @@ import psycopg
 from evals.store.keys import ANSWER_BYTES, Entry, entry_from_text
 from evals.store.local.cache import LeaseTimeout
 from evals.store.local.cache_db import canonical_json
-from evals.store.postgres.connection import StoreReadOnly, describe, guard, who
+from evals.store.postgres.connection import StoreReadOnly, connect, describe, guard, who
 
 __all__ = ["PgAnswers", "lock_id"]
 
@@ -48,15 +46,29 @@ _INSERT = (
     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, host = EXCLUDED.host, username = EXCLUDED.username, "
     "stored_at = now() WHERE attest.answers.key = ANY(%s::text[])"
 )
+_PRIVILEGES = (
+    "SELECT has_table_privilege('attest.answers', 'INSERT') AND has_table_privilege('attest.claims', 'INSERT') "
+    "AND has_table_privilege('attest.claims', 'UPDATE'), set_config('application_name', %s, false)"
+)
+_LIVE = "SELECT 1 FROM pg_stat_activity s WHERE s.application_name = c.holder AND s.usename = c.role"
+_CLAIM = (
+    "INSERT INTO attest.claims AS c (key, holder, role) SELECT k, %(holder)s, current_user "
+    "FROM unnest(%(keys)s::text[]) AS k WHERE NOT EXISTS (SELECT 1 FROM attest.answers a WHERE a.key = k) "
+    "ON CONFLICT (key) DO UPDATE SET holder = EXCLUDED.holder, role = EXCLUDED.role, claimed_at = now() "
+    f"WHERE NOT EXISTS ({_LIVE}) RETURNING key"
+)
+_STORED = "SELECT 1 FROM attest.answers WHERE key = %s"
+_RELEASE = "UPDATE attest.claims SET holder = '', role = '' WHERE key = %s AND holder = %s"
 _SELECT = (
     "SELECT key, size, CASE WHEN size <= %s THEN value::text END FROM "
     "(SELECT key, value, octet_length(value::text) AS size FROM attest.answers WHERE key = ANY(%s)) AS a"
 )
 _POLL_S = 0.05
+_MAX_POLL_S = 0.5
 
 
 def lock_id(key: str) -> int:
-    """The advisory lock id of a sample: the key's first 64 bits as a signed bigint."""
+    """The advisory lock id attest used for a sample's claim before claims were rows (kept for tests)."""
     return int.from_bytes(bytes.fromhex(key[:16]), "big", signed=True)
 
 
@@ -79,11 +91,15 @@ class PgAnswers:
         self._notify = notify
         self._noticed = False
         self._lock = threading.Lock()
-        self._held: set[str] = set()
+        self._held: set[str] = set()  # keys a thread of this process is claiming or holds
+        self._owner = threading.get_ident()
+        self._local = threading.local()
+        self._extra: list[psycopg.Connection[Any]] = []
+        self.holder = f"attest {os.urandom(8).hex()}"  # in application_name: a claim lives while a session has it
         self._unreadable: set[str] = set()  # keys whose stored row was skipped: a new answer replaces it
         self._host, self._user = who()
         with guard("read the store's privileges", url):
-            row = conn.execute("SELECT has_table_privilege('attest.answers', 'INSERT')").fetchone()
+            row = conn.execute(_PRIVILEGES, (self.holder,)).fetchone()
         self.writable = bool(row and row[0])
 
     def _decode(self, key: str, size: int, text: str | None) -> Entry | None:
@@ -109,7 +125,7 @@ class PgAnswers:
         with guard("read answers", self._url):
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
-                rows = self._conn.execute(_SELECT, (ANSWER_BYTES, chunk)).fetchall()
+                rows = self._conn_here().execute(_SELECT, (ANSWER_BYTES, chunk)).fetchall()
                 found.update((key, (size, text)) for key, size, text in rows)
         return {key: self._decode(key, *found[key]) if key in found else None for key in keys}
 
@@ -122,7 +138,7 @@ class PgAnswers:
         rows = [(key, canonical_json(asdict(entry)), self._host, self._user) for key, entry in items]
         with self._lock:
             replace = sorted(self._unreadable.intersection(key for key, _ in items))
-        with guard("store an answer", self._url), self._conn.cursor() as cur:
+        with guard("store an answer", self._url), self._conn_here().cursor() as cur:
             new = 0
             for start in range(0, len(rows), _CHUNK):
                 columns = [list(col) for col in zip(*rows[start : start + _CHUNK], strict=True)]
@@ -137,9 +153,11 @@ class PgAnswers:
         after = ""
         while True:
             with guard("list answers", self._url):
-                page = self._conn.execute(
-                    "SELECT key FROM attest.answers WHERE key > %s ORDER BY key LIMIT %s", (after, _CHUNK)
-                ).fetchall()
+                page = (
+                    self._conn_here()
+                    .execute("SELECT key FROM attest.answers WHERE key > %s ORDER BY key LIMIT %s", (after, _CHUNK))
+                    .fetchall()
+                )
             if not page:
                 return
             yield from (row[0] for row in page)
@@ -147,22 +165,32 @@ class PgAnswers:
 
     # --- claims -----------------------------------------------------------------------------
 
-    def _try_claim(self, key: str) -> bool:
+    def _claim(self, key: str) -> bool | None:
+        """True: this process now holds `key`; False: its answer is stored; None: a live holder has it."""
         with self._lock:
             if key in self._held:
-                return False
+                return None
+            self._held.add(key)
+        try:
             with guard("claim a sample", self._url):
-                row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_id(key),)).fetchone()
-            if row and row[0]:
-                self._held.add(key)
-                return True
-            return False
+                row = self._conn_here().execute(_CLAIM, {"holder": self.holder, "keys": [key]}).fetchone()
+                if row is not None:
+                    return True
+                stored = self._conn_here().execute(_STORED, (key,)).fetchone()
+        except BaseException:
+            self._forget(key)
+            raise
+        self._forget(key)
+        return False if stored else None
 
-    def _unclaim(self, key: str) -> None:
+    def _forget(self, key: str) -> None:
         with self._lock:
             self._held.discard(key)
-            with suppress(psycopg.Error):  # a lost session has dropped the lock already
-                self._conn.execute("SELECT pg_advisory_unlock(%s)", (lock_id(key),))
+
+    def _unclaim(self, key: str) -> None:
+        """Give a claim back (the model call failed); a stored answer needs none: its claim is moot."""
+        with suppress(psycopg.Error):  # a lost session's claims are free already
+            self._conn_here().execute(_RELEASE, (key, self.holder))
 
     @contextmanager
     def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
@@ -170,23 +198,30 @@ class PgAnswers:
         if not self.writable:
             raise StoreReadOnly(
                 f"the store's role may only read {self.where}: sample {key[:12]} is missing and cannot be stored; "
-                "reads work, to generate use a role granted INSERT on schema attest"
+                "reads work, to generate use a role granted INSERT and UPDATE on schema attest"
             )
-        deadline = time.monotonic() + self.lease_wait_s
-        while not self._try_claim(key):
-            if self.get(key) is not None:
-                yield False
-                return
+        deadline, pause = time.monotonic() + self.lease_wait_s, _POLL_S
+        while (mine := self._claim(key)) is None:
             if not wait:
                 yield None
                 return
-            self._wait(key, deadline)
+            self._wait(key, deadline, pause)
+            pause = min(pause * 2, _MAX_POLL_S)  # a long wait polls less often
+        if not mine:
+            yield False
+            return
+        with self._lock:
+            self._held.add(key)
+        stored = False
         try:
-            yield self.get(key) is None  # re-read after claiming: the holder before may have just stored it
+            yield True
+            stored = True
         finally:
-            self._unclaim(key)
+            self._forget(key)
+            if not stored:
+                self._unclaim(key)
 
-    def _wait(self, key: str, deadline: float) -> None:
+    def _wait(self, key: str, deadline: float, pause: float) -> None:
         if time.monotonic() >= deadline:
             raise LeaseTimeout(
                 f"sample {key[:12]} is still being generated by another worker on {self.where} after "
@@ -198,8 +233,26 @@ class PgAnswers:
                 f"waiting for samples other workers on {self.where} are generating "
                 f"(at most {self.lease_wait_s:g} s each)"
             )
-        time.sleep(_POLL_S)
+        time.sleep(pause)
+
+    # --- connections ------------------------------------------------------------------------
+
+    def _conn_here(self) -> psycopg.Connection[Any]:
+        """This thread's connection: the one given for the thread that opened the store, a new one for
+        each request thread (opened once, closed with the store)."""
+        if threading.get_ident() == self._owner:
+            return self._conn
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = connect(self._url, application_name=self.holder)
+            self._local.conn = conn
+            with self._lock:
+                self._extra.append(conn)
+        return conn
 
     def close(self) -> None:
-        with suppress(psycopg.Error):
-            self._conn.close()
+        with self._lock:
+            extra, self._extra = self._extra, []
+        for conn in [*extra, self._conn]:
+            with suppress(psycopg.Error):
+                conn.close()

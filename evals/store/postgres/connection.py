@@ -41,7 +41,7 @@ __all__ = [
     "who",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: claims are rows in attest.claims (were advisory locks)
 _MIGRATION_LOCK = 0x617474657374_0001  # "attest" + 1: the one advisory lock id attest takes outside sample claims
 # Server side: drop a session whose client is gone within ~20 s (keepalives, unacked data), so a
 # partitioned worker's claims do not outlive it for long; and never keep a transaction open and idle.
@@ -68,6 +68,9 @@ _DDL = (
     """CREATE TABLE IF NOT EXISTS attest.records (
         run_id text NOT NULL, name text NOT NULL, body jsonb NOT NULL, host text NOT NULL, username text NOT NULL,
         git_commit text, saved_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (run_id, name))""",
+    """CREATE TABLE IF NOT EXISTS attest.claims (
+        key text PRIMARY KEY, holder text NOT NULL, role text NOT NULL,
+        claimed_at timestamptz NOT NULL DEFAULT now())""",
 )
 
 
@@ -153,12 +156,13 @@ def guard(doing: str, url: str) -> Iterator[None]:
         raise failure(exc, doing, url) from None
 
 
-def connect(url: str) -> psycopg.Connection[Any]:
+def connect(url: str, *, application_name: str = "attest") -> psycopg.Connection[Any]:
     """An autocommit connection to the store, with keepalives both ways (see the module's options)."""
     with guard("connect", url):
         info = conninfo.conninfo_to_dict(url)
         options = " ".join(x for x in (str(info.get("options") or ""), _SERVER_OPTIONS) if x)
-        return psycopg.connect(url, autocommit=True, **{**_CLIENT_OPTIONS, "options": options})
+        settings = {**_CLIENT_OPTIONS, "options": options, "application_name": application_name}
+        return psycopg.connect(url, autocommit=True, **settings)
 
 
 def _version(conn: psycopg.Connection[Any]) -> int:
