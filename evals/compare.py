@@ -49,7 +49,7 @@ from evals.render.comparison_text import to_text
 from evals.store.open import open_store
 from evals.store.records import DirStore, Manifest, RunError, RunStore
 from evals.store.refs import parse_filter, resolve
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 
 if TYPE_CHECKING:
     from evals.engine.pipeline import AnswerCache
@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
     parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument(
@@ -151,7 +151,7 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 
 def _compare(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
-    url = resolve_store_url(args.store)
+    url = resolve_store_url(args.store, args.store_file)
     if url is None and not (cache_dir / "responses").is_dir():  # no answers cached: the records alone
         return _compare_in(DirStore(cache_dir / "runs"), None, args)
     opened = open_store(url, cache_dir)

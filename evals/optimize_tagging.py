@@ -59,7 +59,7 @@ from evals.engine.pipeline import CachedChat
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.records import write_atomic
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 from evals.tagging_eval import gate, load_cases
 
 __all__ = [
@@ -124,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         help="where an accepted artifact goes (default evals/prompts/tagging.json)",
     )
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
     add_backend_options(parser, default_backend="auto")
     return parser
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None, *, backend_factory: BackendFactory =
 def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     train, judged = load_cases(split="train"), load_cases(split=args.split)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    store = open_store(resolve_store_url(args.store), cache_dir)
+    store = open_store(resolve_store_url(args.store, args.store_file), cache_dir)
     try:
         backend = backend_factory(settings_from_args(args, default_backend="auto"))
         try:

@@ -44,7 +44,7 @@ from evals.engine.pipeline import (
 from evals.store.open import open_store
 from evals.store.protocols import WritesRefused
 from evals.store.records import Decision, Manifest, Report, RunError, RunStore
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
     parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument(
         "--corpus", type=Path, help="read the labels from this corpus file instead of the run's own (needs --run)"
     )
@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    opened = open_store(resolve_store_url(args.store), resolve_cache_dir(args.cache_dir))
+    opened = open_store(resolve_store_url(args.store, args.store_file), resolve_cache_dir(args.cache_dir))
     try:
         skipped: list[str] = []
         manifests = find_runs(opened.runs, run_id=args.run, every=args.all, skipped=skipped)

@@ -38,7 +38,7 @@ from evals.store.local.cache import ResponseCache
 from evals.store.open import StoreAnswers, open_store
 from evals.store.records import Decision, DirStore, Manifest, Prompts, Report, RunError, RunStore
 from evals.store.refs import RunRow, list_runs, resolve_ref
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
 
 __all__ = ["main"]
@@ -244,7 +244,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
     parser.add_argument("--cache-dir", help=CACHE_DIR_HELP)
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first")
     ls.add_argument("--task", help="only this task's runs")
@@ -268,7 +268,7 @@ def _parser() -> argparse.ArgumentParser:
     pull = sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
     for command in (ls, show, prune, gc, push, pull):  # the shared options before or after the subcommand
         command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
-        command.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+        add_store_arguments(command, default=argparse.SUPPRESS)
     return parser
 
 
@@ -286,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
-    url = resolve_store_url(args.store)
+    url = resolve_store_url(args.store, args.store_file)
     if args.command in ("push", "pull"):
         return _sync(args.command, url, cache_dir)
     if url is None and not cache_dir.is_dir():

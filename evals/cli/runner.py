@@ -33,7 +33,7 @@ from evals.render.report import annotate, degenerate_warnings, print_report, wri
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.records import DirStore, RunStore
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
+from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
 
@@ -72,7 +72,7 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--concurrency", type=at_least(1), help="model calls in flight (default: 1, or 4 for openai)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument(
         "--lease-wait",
         type=positive_seconds,
@@ -132,7 +132,9 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     if args.limit is not None:
         cases = stratified(cases, args.limit)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
+    store = open_store(
+        resolve_store_url(args.store, args.store_file), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait)
+    )
     try:
         backend = backend_factory(settings_from(args))
         try:

@@ -240,3 +240,28 @@ def test_a_claim_lives_while_its_holder_is_connected_and_frees_when_it_goes(pg_u
                 assert theirs is True and time.monotonic() - started < 5
     finally:
         second.close()
+
+
+def test_the_store_is_named_by_a_service_or_a_file_never_by_a_password_in_argv(
+    pg: Pg, pg_db: str, tmp_path: Path
+) -> None:
+    open_store(pg.url(pg_db), tmp_path).close()
+    role = _role(pg, pg_db, "writer", "svc-secret", write=True)
+    services = tmp_path / "pg_service.conf"
+    services.write_text(
+        f"[teamstore]\nhost={pg.socket_dir}\ndbname={pg_db}\nuser={role}\npassword=svc-secret\n", encoding="utf-8"
+    )
+    listed = _cli(["-m", "evals.runs", "--store", "teamstore", "list"], PGSERVICEFILE=str(services))
+    assert listed.returncode == 0, listed.stderr
+    assert _cli(["-m", "evals.runs", "list"], ATTEST_STORE="teamstore", PGSERVICEFILE=str(services)).returncode == 0
+    missing = _cli(["-m", "evals.runs", "--store", "nosuch", "list"], PGSERVICEFILE=str(services))
+    assert missing.returncode == 1 and 'libpq service "nosuch" is not defined' in missing.stderr, missing.stderr
+    url_file = tmp_path / "store-url"
+    url_file.write_text(f"# the team's store\n{pg.url(pg_db, role, 'svc-secret')}\n", encoding="utf-8")
+    assert _cli(["-m", "evals.runs", "--store-file", str(url_file), "list"]).returncode == 0
+    assert _cli(["-m", "evals.runs", "list"], ATTEST_STORE_FILE=str(url_file)).returncode == 0
+    both = _cli(["-m", "evals.runs", "--store", "teamstore", "--store-file", str(url_file), "list"])
+    assert both.returncode == 1 and "not both" in both.stderr and both.stderr.count("\n") == 1
+    url_file.write_text("", encoding="utf-8")
+    empty = _cli(["-m", "evals.runs", "list", "--store-file", str(url_file)])
+    assert empty.returncode == 1 and f"{url_file}: holds 0 lines" in empty.stderr, empty.stderr

@@ -97,6 +97,8 @@ def describe(url: str) -> str:
         info = conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
         return "the store given by --store or ATTEST_STORE (not a valid PostgreSQL URL)"
+    if info.get("service") and not info.get("host"):
+        return f'libpq service "{info["service"]}"'
     host = str(info.get("host") or os.environ.get("PGHOST") or "localhost")
     port = str(info.get("port") or os.environ.get("PGPORT") or "5432")
     db = str(info.get("dbname") or os.environ.get("PGDATABASE") or info.get("user") or "")
@@ -130,6 +132,11 @@ def failure(exc: BaseException, doing: str, url: str) -> StoreError:
         return StoreReadOnly(
             f"the store's role may only read {where}: cannot {doing} ({text}); reads work, to write "
             "use a role granted INSERT and UPDATE on schema attest"
+        )
+    if "definition of service" in text and "not found" in text:
+        return StoreError(
+            f"{where} is not defined: add it to ~/.pg_service.conf (or the file PGSERVICEFILE names), "
+            "or give a URL in ATTEST_STORE or --store-file"
         )
     if "password authentication failed" in text or "no password supplied" in text:
         return StoreError(
