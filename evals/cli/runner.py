@@ -33,7 +33,13 @@ from evals.render.report import annotate, degenerate_warnings, print_report, wri
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.records import DirStore, RunStore
-from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_lease_wait, resolve_store_url
+from evals.store.settings import (
+    add_store_arguments,
+    resolve_cache_dir,
+    resolve_lease_wait,
+    resolve_store_retry,
+    resolve_store_url,
+)
 
 __all__ = ["BackendFactory", "main"]
 
@@ -77,6 +83,11 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
         "--lease-wait",
         type=positive_seconds,
         help="seconds to wait for a sample another run is generating (env ATTEST_LEASE_WAIT; default 60)",
+    )
+    parser.add_argument(
+        "--store-retry",
+        type=positive_seconds,
+        help="seconds to keep reconnecting to a store whose connection was lost (env ATTEST_STORE_RETRY; default 60)",
     )
     parser.add_argument("--corpus", type=Path, help=f"corpus file (default evals/{task.corpus.name})")
     parser.add_argument(
@@ -133,7 +144,10 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
         cases = stratified(cases, args.limit)
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(
-        resolve_store_url(args.store, args.store_file), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait)
+        resolve_store_url(args.store, args.store_file),
+        cache_dir,
+        lease_wait_s=resolve_lease_wait(args.lease_wait),
+        retry_s=resolve_store_retry(args.store_retry),
     )
     try:
         backend = backend_factory(settings_from(args))

@@ -9,6 +9,7 @@ such as `postgresql:///db?host=/socket/dir` or `host=h dbname=d`): `PgAnswers` a
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -20,7 +21,7 @@ from evals.store.keys import Entry
 from evals.store.local.cache import ResponseCache
 from evals.store.local.cache_db import CacheError
 from evals.store.records import DirStore, RunStore
-from evals.store.settings import DEFAULT_LEASE_WAIT_S
+from evals.store.settings import DEFAULT_LEASE_WAIT_S, DEFAULT_RETRY_S
 
 __all__ = ["Opened", "StoreAnswers", "open_store"]
 
@@ -66,8 +67,15 @@ def _print_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def open_store(url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAULT_LEASE_WAIT_S) -> Opened:
-    """The local cache under `cache_dir` when `url` is None, else the PostgreSQL store at `url`."""
+def open_store(
+    url: str | None,
+    cache_dir: Path,
+    *,
+    lease_wait_s: float = DEFAULT_LEASE_WAIT_S,
+    retry_s: float = DEFAULT_RETRY_S,
+) -> Opened:
+    """The local cache under `cache_dir` when `url` is None, else the PostgreSQL store at `url`, whose lost
+    connections are retried for `retry_s` seconds."""
     if not url:
         cache = ResponseCache(cache_dir, lease_wait_s=lease_wait_s)
         return Opened(cache, DirStore(cache_dir / "runs"), str(cache_dir), shared=False)
@@ -80,11 +88,13 @@ def open_store(url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAUL
             f"--store/ATTEST_STORE names a PostgreSQL store, but its client is not installed ({exc.name}): "
             "pip install 'attest[store]'"
         ) from None
-    conn = postgres.connect(url)
+    link = postgres.Link(
+        url, application_name=f"attest {os.urandom(8).hex()}", retry_s=retry_s, notify=_print_line
+    )  # the holder token of this process's claims (evals.store.postgres.answers)
     try:
-        postgres.ensure_schema(conn, url)
-        answers = postgres_answers.PgAnswers(conn, url, lease_wait_s=lease_wait_s, notify=_print_line)
+        postgres.ensure_schema(link.conn, url)
+        answers = postgres_answers.PgAnswers(link, lease_wait_s=lease_wait_s, notify=_print_line)
     except BaseException:
-        conn.close()
+        link.close()
         raise
-    return Opened(answers, postgres_runs.PgRuns(conn, url), postgres.describe(url), shared=True)
+    return Opened(answers, postgres_runs.PgRuns(link), postgres.describe(url), shared=True)

@@ -21,15 +21,18 @@ from evals.store.local.cache_db import CacheError
 
 __all__ = [
     "DEFAULT_LEASE_WAIT_S",
+    "DEFAULT_RETRY_S",
     "STORE_HELP",
     "add_store_arguments",
     "resolve_cache_dir",
     "resolve_lease_wait",
+    "resolve_store_retry",
     "resolve_store_url",
 ]
 
 DEFAULT_CACHE_DIR = "cache"
 DEFAULT_LEASE_WAIT_S = 60.0
+DEFAULT_RETRY_S = 60.0
 STORE_HELP = (
     "a team's PostgreSQL store: a libpq service name, or postgresql://user@host/db with the password in ~/.pgpass "
     "(env ATTEST_STORE; default: the cache)"
@@ -44,17 +47,25 @@ def resolve_cache_dir(arg: str | os.PathLike[str] | None) -> Path:
     return Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
 
 
+def resolve_store_retry(arg: float | None) -> float:
+    """--store-retry, then ATTEST_STORE_RETRY, then 60 s: how long to reconnect to a store that went away."""
+    raw: object = arg if arg is not None else os.environ.get("ATTEST_STORE_RETRY", DEFAULT_RETRY_S)
+    return _seconds(raw, "the store retry", "--store-retry or ATTEST_STORE_RETRY")
+
+
 def resolve_lease_wait(arg: float | None) -> float:
     """--lease-wait, then ATTEST_LEASE_WAIT, then 60 s: how long to wait on another run's lease."""
     raw: object = arg if arg is not None else os.environ.get("ATTEST_LEASE_WAIT", DEFAULT_LEASE_WAIT_S)
+    return _seconds(raw, "the lease wait", "--lease-wait or ATTEST_LEASE_WAIT")
+
+
+def _seconds(raw: object, what: str, where: str) -> float:
     try:
         seconds = float(raw)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds >= 0):
-        raise CacheError(
-            f"the lease wait must be a number of seconds >= 0, not {raw!r}: fix --lease-wait or ATTEST_LEASE_WAIT"
-        )
+        raise CacheError(f"{what} must be a number of seconds >= 0, not {raw!r}: fix {where}")
     return seconds
 
 

@@ -126,12 +126,37 @@ def test_a_worker_killed_with_sigkill_frees_its_claims_at_once(pg_url: str, corp
 
 
 @pytest.mark.slow
-def test_a_server_restart_mid_run_is_one_line_and_the_rerun_asks_only_for_what_is_missing(
+def test_a_server_restart_mid_run_with_two_workers_loses_nothing_and_both_finish(
+    pg: Pg, pg_db: str, corpus: Path, tmp_path: Path
+) -> None:
+    url = pg.url(pg_db)
+    with FakeServer(delay=0.1) as one, FakeServer(delay=0.1) as two, FakeServer() as after:
+        procs = [_worker(tmp_path / f"w{n}", corpus, s, url, "--concurrency", "2") for n, s in enumerate((one, two))]
+        deadline = time.monotonic() + 60
+        while one.count + two.count < 8 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pg.stop()
+        time.sleep(2.0)  # the store is away for a while: the workers' model calls go on, their writes wait
+        pg.start()
+        outs = [_finish(p) for p in procs]  # both exit 0
+        for _, err in outs:
+            said = [line for line in err.splitlines() if "lost the connection" in line]
+            assert said and pg_db in said[0] and "reconnecting for up to 60 s" in said[0], err
+            assert "Traceback" not in err and "internal error" not in err
+        assert _stored(url) == CASES  # nothing lost
+        asked = one.count + two.count
+        assert CASES <= asked <= CASES + 2 * 2, asked  # duplicates: at most the requests in flight
+        _finish(_worker(tmp_path / "w0", corpus, after, url))
+        assert after.count == 0
+
+
+@pytest.mark.slow
+def test_a_store_away_longer_than_store_retry_stops_the_run_in_one_line(
     pg: Pg, pg_db: str, corpus: Path, tmp_path: Path
 ) -> None:
     url = pg.url(pg_db)
     with FakeServer(delay=0.1) as server, FakeServer() as after:
-        proc = _worker(tmp_path / "w", corpus, server, url, "--concurrency", "1")
+        proc = _worker(tmp_path / "w", corpus, server, url, "--concurrency", "1", "--store-retry", "1")
         deadline = time.monotonic() + 60
         while server.count < 5 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -141,6 +166,7 @@ def test_a_server_restart_mid_run_is_one_line_and_the_rerun_asks_only_for_what_i
         stored = _stored(url)
         lines = err.decode().strip().splitlines()
         assert proc.returncode == 1 and "Traceback" not in err.decode() and "internal error" not in err.decode()
+        assert "reconnecting for up to 1 s" in lines[-2], lines
         assert pg_db in lines[-1] and "server restarted" in lines[-1] and "rerun" in lines[-1], lines
         assert 0 < stored < CASES
         _finish(_worker(tmp_path / "w", corpus, after, url))

@@ -22,20 +22,18 @@ partition stores one answer. Each request thread has its own connection, so
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict
-from typing import Any
 
 import psycopg
 
 from evals.store.keys import ANSWER_BYTES, Entry, entry_from_text
 from evals.store.local.cache import LeaseTimeout
 from evals.store.local.cache_db import canonical_json
-from evals.store.postgres.connection import StoreReadOnly, connect, describe, guard, who
+from evals.store.postgres.connection import Link, StoreError, StoreReadOnly, describe, who
 
 __all__ = ["PgAnswers", "lock_id"]
 
@@ -48,17 +46,20 @@ _INSERT = (
 )
 _PRIVILEGES = (
     "SELECT has_table_privilege('attest.answers', 'INSERT') AND has_table_privilege('attest.claims', 'INSERT') "
-    "AND has_table_privilege('attest.claims', 'UPDATE'), set_config('application_name', %s, false)"
+    "AND has_table_privilege('attest.claims', 'UPDATE')"
 )
 _LIVE = "SELECT 1 FROM pg_stat_activity s WHERE s.application_name = c.holder AND s.usename = c.role"
+# One round trip: claim what is neither answered nor held by a live holder (a claim this holder made
+# before a reconnect is its own again), and say which of the keys are answered.
 _CLAIM = (
-    "INSERT INTO attest.claims AS c (key, holder, role) SELECT k, %(holder)s, current_user "
+    "WITH mine AS (INSERT INTO attest.claims AS c (key, holder, role) SELECT k, %(holder)s, current_user "
     "FROM unnest(%(keys)s::text[]) AS k WHERE NOT EXISTS (SELECT 1 FROM attest.answers a WHERE a.key = k) "
     "ON CONFLICT (key) DO UPDATE SET holder = EXCLUDED.holder, role = EXCLUDED.role, claimed_at = now() "
-    f"WHERE NOT EXISTS ({_LIVE}) RETURNING key"
+    f"WHERE c.holder = EXCLUDED.holder OR NOT EXISTS ({_LIVE}) RETURNING key) "
+    "SELECT key, true FROM mine UNION ALL SELECT key, false FROM attest.answers WHERE key = ANY(%(keys)s::text[])"
 )
-_STORED = "SELECT 1 FROM attest.answers WHERE key = %s"
 _RELEASE = "UPDATE attest.claims SET holder = '', role = '' WHERE key = %s AND holder = %s"
+_KEYS = "SELECT key FROM attest.answers WHERE key > %s ORDER BY key LIMIT %s"
 _SELECT = (
     "SELECT key, size, CASE WHEN size <= %s THEN value::text END FROM "
     "(SELECT key, value, octet_length(value::text) AS size FROM attest.answers WHERE key = ANY(%s)) AS a"
@@ -75,16 +76,9 @@ def lock_id(key: str) -> int:
 class PgAnswers:
     """The `Answers` protocol on PostgreSQL; `close` ends the session and so frees every claim it holds."""
 
-    def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        url: str,
-        *,
-        lease_wait_s: float,
-        notify: Callable[[str], None],
-    ) -> None:
-        self._conn = conn
-        self._url = url
+    def __init__(self, link: Link, *, lease_wait_s: float, notify: Callable[[str], None]) -> None:
+        self._link = link
+        self._url = url = link.url
         self.where = describe(url)
         self.lease_wait_s = lease_wait_s
         self.warnings: list[str] = []
@@ -94,13 +88,12 @@ class PgAnswers:
         self._held: set[str] = set()  # keys a thread of this process is claiming or holds
         self._owner = threading.get_ident()
         self._local = threading.local()
-        self._extra: list[psycopg.Connection[Any]] = []
-        self.holder = f"attest {os.urandom(8).hex()}"  # in application_name: a claim lives while a session has it
+        self._extra: list[Link] = []
+        self.holder = link.application_name  # a claim lives while a session with this name (and role) exists
         self._unreadable: set[str] = set()  # keys whose stored row was skipped: a new answer replaces it
         self._host, self._user = who()
-        with guard("read the store's privileges", url):
-            row = conn.execute(_PRIVILEGES, (self.holder,)).fetchone()
-        self.writable = bool(row and row[0])
+        [row] = link.fetch("read the store's privileges", _PRIVILEGES)
+        self.writable = bool(row[0])
 
     def _decode(self, key: str, size: int, text: str | None) -> Entry | None:
         """A row read as untrusted: over the cap (measured in SQL, never fetched) or not an Entry is a
@@ -122,11 +115,10 @@ class PgAnswers:
         """One `ANY` query per 1,000 keys; each value's length is measured in SQL and an oversized one is not sent."""
         found: dict[str, tuple[int, str | None]] = {}
         unique = list(dict.fromkeys(keys))
-        with guard("read answers", self._url):
-            for start in range(0, len(unique), _CHUNK):
-                chunk = unique[start : start + _CHUNK]
-                rows = self._conn_here().execute(_SELECT, (ANSWER_BYTES, chunk)).fetchall()
-                found.update((key, (size, text)) for key, size, text in rows)
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            rows = self._here().fetch("read answers", _SELECT, (ANSWER_BYTES, chunk))
+            found.update((key, (size, text)) for key, size, text in rows)
         return {key: self._decode(key, *found[key]) if key in found else None for key in keys}
 
     def put(self, key: str, entry: Entry) -> None:
@@ -138,12 +130,10 @@ class PgAnswers:
         rows = [(key, canonical_json(asdict(entry)), self._host, self._user) for key, entry in items]
         with self._lock:
             replace = sorted(self._unreadable.intersection(key for key, _ in items))
-        with guard("store an answer", self._url), self._conn_here().cursor() as cur:
-            new = 0
-            for start in range(0, len(rows), _CHUNK):
-                columns = [list(col) for col in zip(*rows[start : start + _CHUNK], strict=True)]
-                cur.execute(_INSERT, [*columns, replace])
-                new += max(cur.rowcount, 0)
+        new = 0
+        for start in range(0, len(rows), _CHUNK):
+            columns = [list(col) for col in zip(*rows[start : start + _CHUNK], strict=True)]
+            new += self._here().count("store an answer", _INSERT, [*columns, replace])
         with self._lock:
             self._unreadable.difference_update(replace)
         return new
@@ -152,12 +142,7 @@ class PgAnswers:
         """Every answer's key, in pages (for `runs pull`)."""
         after = ""
         while True:
-            with guard("list answers", self._url):
-                page = (
-                    self._conn_here()
-                    .execute("SELECT key FROM attest.answers WHERE key > %s ORDER BY key LIMIT %s", (after, _CHUNK))
-                    .fetchall()
-                )
+            page = self._here().fetch("list answers", _KEYS, (after, _CHUNK))
             if not page:
                 return
             yield from (row[0] for row in page)
@@ -167,21 +152,20 @@ class PgAnswers:
 
     def _claim(self, key: str) -> bool | None:
         """True: this process now holds `key`; False: its answer is stored; None: a live holder has it."""
+        claim = {"holder": self.holder, "keys": [key]}
         with self._lock:
             if key in self._held:
                 return None
             self._held.add(key)
         try:
-            with guard("claim a sample", self._url):
-                row = self._conn_here().execute(_CLAIM, {"holder": self.holder, "keys": [key]}).fetchone()
-                if row is not None:
-                    return True
-                stored = self._conn_here().execute(_STORED, (key,)).fetchone()
+            said = dict(self._here().fetch("claim a sample", _CLAIM, claim))
         except BaseException:
             self._forget(key)
             raise
+        if said.get(key):
+            return True
         self._forget(key)
-        return False if stored else None
+        return False if key in said else None
 
     def _forget(self, key: str) -> None:
         with self._lock:
@@ -189,8 +173,8 @@ class PgAnswers:
 
     def _unclaim(self, key: str) -> None:
         """Give a claim back (the model call failed); a stored answer needs none: its claim is moot."""
-        with suppress(psycopg.Error):  # a lost session's claims are free already
-            self._conn_here().execute(_RELEASE, (key, self.holder))
+        with suppress(psycopg.Error, StoreError):  # a lost session's claims are free already
+            self._here().count("give a claim back", _RELEASE, (key, self.holder))
 
     @contextmanager
     def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
@@ -237,22 +221,22 @@ class PgAnswers:
 
     # --- connections ------------------------------------------------------------------------
 
-    def _conn_here(self) -> psycopg.Connection[Any]:
+    def _here(self) -> Link:
         """This thread's connection: the one given for the thread that opened the store, a new one for
-        each request thread (opened once, closed with the store)."""
+        each request thread (opened once, closed with the store), each with the same holder token."""
         if threading.get_ident() == self._owner:
-            return self._conn
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
-            conn = connect(self._url, application_name=self.holder)
-            self._local.conn = conn
+            return self._link
+        link: Link | None = getattr(self._local, "link", None)
+        if link is None:
+            base = self._link
+            link = Link(base.url, application_name=self.holder, retry_s=base.retry_s, notify=base.notify)
+            self._local.link = link
             with self._lock:
-                self._extra.append(conn)
-        return conn
+                self._extra.append(link)
+        return link
 
     def close(self) -> None:
         with self._lock:
             extra, self._extra = self._extra, []
-        for conn in [*extra, self._conn]:
-            with suppress(psycopg.Error):
-                conn.close()
+        for link in [*extra, self._link]:
+            link.close()
