@@ -89,7 +89,7 @@ def test_only_the_optimiser_imports_dspy() -> None:
     assert len(src) >= 10
     assert OPTIMISER in evals
     assert dspy_importers(src) == []
-    assert dspy_importers(evals) == [SEARCH]
+    assert dspy_importers(evals) == [OPTIMISER]
 
 
 def test_the_dspy_guard_catches_every_form_of_import(tmp_path: Path) -> None:
