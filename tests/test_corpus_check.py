@@ -478,9 +478,7 @@ BROKEN = [
         id="terse-id-labelled-false-whatever-its-family",
     ),
     pytest.param(
-        _add_case(
-            "reaction", {**_reaction("bait-02", "train", _CHEMIST_PAIR, _ITEM_5, False), "family": "anchor"}
-        ),
+        _add_case("reaction", {**_reaction("bait-02", "train", _CHEMIST_PAIR, _ITEM_5, False), "family": "anchor"}),
         [
             "reaction_cases.json: case bait-02: field 'id': does not start with 'anchor-' for family 'anchor'",
             "reaction_cases.json: case bait-02: field 'split': is 'train'; every bait-* case belongs in dev",
@@ -488,9 +486,7 @@ BROKEN = [
         id="bait-id-in-train-whatever-its-family",
     ),
     pytest.param(
-        _add_case(
-            "reaction", {**_reaction("adjacent-02", "dev", _CHEMIST_PAIR, _ITEM_5, True), "family": "near-miss"}
-        ),
+        _add_case("reaction", {**_reaction("adjacent-02", "dev", _CHEMIST_PAIR, _ITEM_5, True), "family": "near-miss"}),
         [
             "reaction_cases.json: case adjacent-02: field 'id': does not start with 'near-miss-' for family",
             "reaction_cases.json: case adjacent-02: field 'verdict': is true, but adjacent-* cases are",
