@@ -58,7 +58,7 @@ _COLUMNS = ("task", "status", "backend", "model", "split")
 
 
 def _list(store: RunStore, args: argparse.Namespace) -> int:
-    rows = list_runs(store, _known_task(store, args.task))
+    rows = list_runs(store, _known_task(store, args.task), limit=args.limit, offset=args.offset)
     authors = store.authors() if hasattr(store, "authors") else None  # a team's store says who made each run
     if args.json:
         by = {k: a.to_dict() for k, a in (authors or {}).items()}
@@ -249,6 +249,8 @@ def _parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="one row per run, newest first")
     ls.add_argument("--task", help="only this task's runs")
     ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.add_argument("--limit", type=at_least(1), help="at most this many runs (the newest, after --offset)")
+    ls.add_argument("--offset", type=at_least(0), default=0, help="skip this many of the newest runs first")
     show = sub.add_parser("show", help="a run's provenance, then each case's answer, score and errors")
     show.add_argument("run", help="a run id, or TASK@latest / TASK@previous")
     show.add_argument("--case", help="only this case id")

@@ -17,6 +17,7 @@ store that reads, writes and locks them are kept together.)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import os
@@ -58,6 +59,7 @@ __all__ = [
     "RunProgress",
     "RunStore",
     "SampleRef",
+    "StoredSummary",
     "check_owner",
     "new_run_id",
     "record_cap",
@@ -146,6 +148,18 @@ def check_owner(run_id: str, name: str, record: Record, *, where: str = "") -> N
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class StoredSummary:
+    """A run's summary row as a store keeps it (untrusted: `refs` decodes it). `summary` None: the run has
+    records but no summary (written by an older attest): read its records. `stale`: generating, but its
+    writer's heartbeat stopped. `done`: samples settled, as its writer last said."""
+
+    run_id: str
+    summary: str | None
+    stale: bool = False
+    done: int | None = None
+
+
 class RunStore:
     """Where run records live. `DirStore` is `cache/runs/`; `MemoryStore` serves tests."""
 
@@ -169,6 +183,11 @@ class RunStore:
     def writing(self, run_id: str) -> Iterator[None]:
         """Hold the run as being written: prune leaves it alone meanwhile."""
         yield
+
+    def summaries(self, task: str | None, limit: int | None, offset: int) -> list[StoredSummary] | None:
+        """`runs list`'s rows in one read, newest first, when the store keeps them (a shared store);
+        None: read each run's records."""
+        return None
 
     def manifest(self, run_id: str) -> Manifest:
         return self.load(run_id, "manifest", Manifest)

@@ -142,8 +142,8 @@ def test_a_record_over_its_cap_is_measured_in_sql_and_never_parsed(
     assert runs.main(["--store", stored, "show", run_id]) == 1
     err = capsys.readouterr().err
     assert "is unreadable" in err and "over the 2000-byte cap" in err and err.count("\n") == 1, err
-    assert runs.main(["--store", stored, "list"]) == 0
-    assert "unreadable" in capsys.readouterr().out
+    assert runs.main(["--store", stored, "list"]) == 0  # the listing reads summary rows, never the report
+    assert run_id in capsys.readouterr().out
 
 
 def test_a_report_with_20000_families_draws_at_most_a_page(
@@ -192,3 +192,24 @@ def test_a_corpus_path_recorded_in_the_store_is_never_opened(
     assert "SECRET-XYZ" not in printed.out + printed.err
     [row] = json.loads(printed.out)["runs"]
     assert row["corpus"] == str(TASK.corpus)  # the task's corpus in this checkout, not the recorded path
+
+
+def test_a_planted_summary_row_lists_as_unreadable(stored: str, capsys: pytest.CaptureFixture[str]) -> None:
+    real = _one_run(stored)
+    _sql(
+        stored,
+        "INSERT INTO attest.runs (run_id, task, created, summary, host, username) "
+        "SELECT 'planted-2', task, created + 1, summary, host, username FROM attest.runs WHERE run_id = %s "
+        "UNION ALL SELECT 'planted-3', task, created + 2, jsonb_set(summary, '{n}', '-5'), host, username "
+        "FROM attest.runs WHERE run_id = %s "
+        "UNION ALL SELECT 'planted-4', task, created + 3, (repeat('[', 3000) || repeat(']', 3000))::jsonb, host, "
+        "username FROM attest.runs WHERE run_id = %s",
+        real,
+        real,
+        real,
+    )
+    assert runs.main(["--store", stored, "list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    said = {line.split()[0]: line for line in out[1:]}
+    assert "records run id" in said["planted-2"] and "unreadable" in said["planted-3"], out
+    assert "unreadable" in said["planted-4"] and "complete" in said[real], out

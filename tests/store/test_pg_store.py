@@ -265,3 +265,55 @@ def test_the_store_is_named_by_a_service_or_a_file_never_by_a_password_in_argv(
     url_file.write_text("", encoding="utf-8")
     empty = _cli(["-m", "evals.runs", "list", "--store-file", str(url_file)])
     assert empty.returncode == 1 and f"{url_file}: holds 0 lines" in empty.stderr, empty.stderr
+
+
+def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as_interrupted(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evals.engine.execute import evaluate
+    from evals.engine.pipeline import unsampled
+    from evals.reaction_eval import TASK, load_cases
+    from evals.store.postgres import connection
+    from evals.store.postgres import runs as pg_runs
+    from evals.store.records import RunProgress
+    from evals.store.refs import list_runs
+    from tests.fakes import RecordingChat
+
+    memory = MemoryStore()
+    answer = {"verdict": True, "confidence": 3, "reasoning": "fits"}
+    evaluate(TASK, unsampled(RecordingChat(lambda m, s: answer)), load_cases()[:3], store=memory)
+    [first] = memory.run_ids()
+    manifest, report = memory.manifest(first), memory.report(first)
+    assert report is not None
+    store = open_store(pg_url, tmp_path)
+    try:
+        for i in range(5):
+            run_id = f"r{i}"
+            store.runs.save(run_id, "manifest", manifest.replace(run_id=run_id, created=manifest.created + i))
+            store.runs.save(run_id, "report", report.replace(run_id=run_id, overall=i / 10))
+        sent: list[str] = []
+        real_run = connection.Link.run
+        monkeypatch.setattr(
+            connection.Link, "run", lambda self, doing, fn: sent.append(doing) or real_run(self, doing, fn)
+        )
+        rows = list_runs(store.runs)
+        assert len(sent) == 1  # one statement, however many runs
+        assert [r.run_id for r in rows] == ["r4", "r3", "r2", "r1", "r0"]
+        assert [r.summary.score for r in rows if r.summary] == [0.4, 0.3, 0.2, 0.1, 0.0]
+        assert [r.run_id for r in list_runs(store.runs, limit=2, offset=1)] == ["r3", "r2"]
+        live = manifest.replace(run_id="g1", created=manifest.created + 9, status="generating")
+        monkeypatch.setattr(pg_runs, "HEARTBEAT_S", 0.1)
+        with store.runs.writing("g1"):
+            store.runs.save("g1", "manifest", live)
+            store.runs.save("g1", "progress", RunProgress(run_id="g1", done=2, total=3, updated=1.0))
+            with psycopg.connect(pg_url, autocommit=True) as conn:  # as if its writer went quiet
+                conn.execute("UPDATE attest.runs SET heartbeat = now() - interval '1 hour' WHERE run_id = 'g1'")
+            time.sleep(0.6)  # its heartbeat thread beats again
+            [row] = list_runs(store.runs, limit=1)
+            assert row.summary is not None and row.summary.status == "generating 2/3"
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # the writer is gone: no more beats
+            conn.execute("UPDATE attest.runs SET heartbeat = now() - interval '1 hour' WHERE run_id = 'g1'")
+        [row] = list_runs(store.runs, limit=1)
+        assert row.summary is not None and row.summary.status == "interrupted"
+    finally:
+        store.close()

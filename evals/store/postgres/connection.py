@@ -54,7 +54,7 @@ __all__ = [
 T = TypeVar("T")
 DEFAULT_RETRY_S = 60.0
 _MAX_BACKOFF_S = 5.0
-SCHEMA_VERSION = 2  # 2: claims are rows in attest.claims (were advisory locks)
+SCHEMA_VERSION = 2  # 2: claims are rows in attest.claims (were advisory locks); a summary row per run
 _MIGRATION_LOCK = 0x617474657374_0001  # "attest" + 1: the one advisory lock id attest takes outside sample claims
 # Server side: drop a session whose client is gone within ~20 s (keepalives, unacked data), so a
 # partitioned worker's claims do not outlive it for long; and never keep a transaction open and idle.
@@ -81,6 +81,11 @@ _DDL = (
     """CREATE TABLE IF NOT EXISTS attest.records (
         run_id text NOT NULL, name text NOT NULL, body jsonb NOT NULL, host text NOT NULL, username text NOT NULL,
         git_commit text, saved_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (run_id, name))""",
+    """CREATE TABLE IF NOT EXISTS attest.runs (
+        run_id text PRIMARY KEY, task text NOT NULL, created double precision NOT NULL, summary jsonb NOT NULL,
+        host text NOT NULL, username text NOT NULL, git_commit text, done integer,
+        heartbeat timestamptz NOT NULL DEFAULT now())""",
+    "CREATE INDEX IF NOT EXISTS runs_by_time ON attest.runs (created DESC, run_id DESC)",
     """CREATE TABLE IF NOT EXISTS attest.claims (
         key text PRIMARY KEY, holder text NOT NULL, role text NOT NULL,
         claimed_at timestamptz NOT NULL DEFAULT now())""",

@@ -3,30 +3,67 @@
 The body is the record's JSON (jsonb), checked against its strict model on every read,
 as `DirStore` checks its files; each row also says which host and user saved it and,
 for a manifest, its git commit, so `runs list --store URL` shows who made each run.
+
+Beside them, `attest.runs` keeps one summary row per run (what `runs list` shows: task,
+status, score, n, who, commit, created), written in the same statement as the manifest,
+report or progress it follows from, so listing is one statement with LIMIT/OFFSET, and
+`TASK@latest` one more. A run being generated keeps a heartbeat there (every
+`HEARTBEAT_S`, from its own connection); one whose heartbeat is older than `STALE_S`
+lists as `interrupted` on every machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import TypeVar
+import threading
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
-from evals.store.models import Manifest, Record, RecordError, decode
-from evals.store.postgres.connection import Link, describe, who
-from evals.store.records import RunError, RunStore, check_owner, record_cap
+from evals.store.local.run_index import Summary
+from evals.store.models import Manifest, Record, RecordError, Report, decode
+from evals.store.postgres.connection import Link, StoreError, describe, who
+from evals.store.records import RunError, RunProgress, RunStore, StoredSummary, check_owner, record_cap
 
 __all__ = ["PgRuns", "RunAuthor"]
 
 M = TypeVar("M", bound=Record)
-_SAVE = (
-    "INSERT INTO attest.records (run_id, name, body, host, username, git_commit) "
-    "VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (run_id, name) DO UPDATE SET "
-    "body = EXCLUDED.body, host = EXCLUDED.host, username = EXCLUDED.username, "
-    "git_commit = EXCLUDED.git_commit, saved_at = now()"
-)
 _LOAD = (
     "SELECT size, CASE WHEN size <= %s THEN body END FROM (SELECT octet_length(body::text) AS size, "
     "body::text AS body FROM attest.records WHERE run_id = %s AND name = %s) AS r"
 )
+HEARTBEAT_S, STALE_S = 10.0, 60.0
+_SUMMARY_ROW = (
+    "INSERT INTO attest.runs AS r (run_id, task, created, summary, host, username, git_commit) "
+    "VALUES (%(run_id)s, %(task)s, %(created)s, %(summary)s::jsonb, %(host)s, %(user)s, %(commit)s) "
+    "ON CONFLICT (run_id) DO UPDATE SET task = EXCLUDED.task, created = EXCLUDED.created, "
+    "summary = jsonb_set(EXCLUDED.summary, '{score}', COALESCE(r.summary->'score', 'null'::jsonb)), "
+    "host = EXCLUDED.host, username = EXCLUDED.username, git_commit = EXCLUDED.git_commit, heartbeat = now()"
+)
+_RECORD = (
+    "INSERT INTO attest.records (run_id, name, body, host, username, git_commit) "
+    "VALUES (%(run_id)s, %(name)s, %(body)s::jsonb, %(host)s, %(user)s, %(commit)s) "
+    "ON CONFLICT (run_id, name) DO UPDATE SET body = EXCLUDED.body, host = EXCLUDED.host, "
+    "username = EXCLUDED.username, git_commit = EXCLUDED.git_commit, saved_at = now()"
+)
+# Each record and what it changes in the run's summary row: one statement.
+_SAVES = {
+    "manifest": f"WITH saved AS ({_RECORD}) {_SUMMARY_ROW}",
+    "report": f"WITH saved AS ({_RECORD}) UPDATE attest.runs SET summary = jsonb_set(summary, '{{score}}', "
+    "to_jsonb(%(score)s::float8)) WHERE run_id = %(run_id)s",
+    "progress": f"WITH saved AS ({_RECORD}) UPDATE attest.runs SET done = %(done)s, heartbeat = now() "
+    "WHERE run_id = %(run_id)s",
+}
+_LIST = (
+    "(SELECT run_id, CASE WHEN octet_length(summary::text) <= 65536 THEN summary::text END, "
+    "summary->>'status' = 'generating' AND heartbeat < now() - make_interval(secs => %(stale)s), done, "
+    "host, username, git_commit FROM attest.runs WHERE %(task)s::text IS NULL OR task = %(task)s "
+    "ORDER BY created DESC, run_id DESC LIMIT %(limit)s OFFSET %(offset)s) "
+    "UNION ALL (SELECT DISTINCT run_id, NULL::text, false, NULL::integer, host, username, git_commit "
+    "FROM attest.records d WHERE name = 'manifest' "
+    "AND NOT EXISTS (SELECT 1 FROM attest.runs r WHERE r.run_id = d.run_id))"
+)
+_BEAT = "UPDATE attest.runs SET heartbeat = now() WHERE run_id = %s"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as DirStore's
 
 
@@ -46,6 +83,7 @@ class PgRuns(RunStore):
     def __init__(self, link: Link) -> None:
         self._link = link
         self.where = describe(link.url)
+        self._authors: dict[str, RunAuthor] | None = None
         self._host, self._user = who()
 
     def _check(self, run_id: str) -> None:
@@ -61,8 +99,22 @@ class PgRuns(RunStore):
     def save(self, run_id: str, name: str, record: Record) -> None:
         self._check(run_id)
         commit = record.provenance.git_commit if isinstance(record, Manifest) else None
-        values = (run_id, name, record.to_json(), self._host, self._user, commit)
-        self._link.run(f"save the {name} of run {run_id}", lambda c: c.execute(_SAVE, values))
+        values: dict[str, Any] = {
+            "run_id": run_id,
+            "name": name,
+            "body": record.to_json(),
+            "host": self._host,
+            "user": self._user,
+            "commit": commit,
+        }
+        if isinstance(record, Manifest):
+            summary = Summary.of(record, None)
+            values.update(task=record.task, created=record.created, summary=summary.to_json())
+        elif isinstance(record, Report):
+            values.update(score=record.overall)
+        elif isinstance(record, RunProgress):
+            values.update(done=record.done)
+        self._link.count(f"save the {name} of run {run_id}", _SAVES.get(name, _RECORD), values)
 
     def load(self, run_id: str, name: str, model: type[M]) -> M:
         self._check(run_id)
@@ -91,8 +143,40 @@ class PgRuns(RunStore):
         query = "SELECT 1 FROM attest.records WHERE run_id = %s AND name = %s"
         return self._link.run(f"read run {run_id}", lambda c: c.execute(query, (run_id, name)).fetchone()) is not None
 
+    def summaries(self, task: str | None, limit: int | None, offset: int) -> list[StoredSummary]:
+        """One statement: the summary rows, newest first (and runs saved by an older attest, to be read)."""
+        params = {"task": task, "limit": limit, "offset": offset, "stale": STALE_S}
+        rows = self._link.fetch("list the runs", _LIST, params)
+        self._authors = {r[0]: RunAuthor(host=r[4], user=r[5], git_commit=r[6]) for r in rows}
+        return [StoredSummary(r[0], r[1], bool(r[2]), r[3]) for r in rows]
+
+    @contextlib.contextmanager
+    def writing(self, run_id: str) -> Iterator[None]:
+        """A heartbeat for the run while it is written, from a thread and a connection of its own."""
+        stop = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(run_id, stop), daemon=True, name=f"heartbeat {run_id}")
+        beat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            beat.join(timeout=5)
+
+    def _beat(self, run_id: str, stop: threading.Event) -> None:
+        link: Link | None = None
+        try:
+            while not stop.wait(HEARTBEAT_S):  # a short write (a push) ends before the first beat: no connection
+                with contextlib.suppress(StoreError):
+                    link = link or Link(self._link.url, retry_s=0)
+                    link.count(f"keep run {run_id} alive", _BEAT, (run_id,))
+        finally:
+            if link is not None:
+                link.close()
+
     def authors(self) -> dict[str, RunAuthor]:
-        """Who saved each run's manifest: host, user, git commit."""
+        """Who saved each run's manifest: host, user, git commit (as the last listing read them, if any)."""
+        if self._authors is not None:
+            return self._authors
         query = "SELECT run_id, host, username, git_commit FROM attest.records WHERE name = 'manifest'"
         rows = self._link.run("list the runs", lambda c: c.execute(query).fetchall())
         return {r[0]: RunAuthor(host=r[1], user=r[2], git_commit=r[3]) for r in rows}
