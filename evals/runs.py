@@ -168,7 +168,21 @@ def _stub_texts(manifest: Manifest, raw: Mapping[str, Mapping[str, Any]]) -> dic
     return stub_texts(task, cases)
 
 
-def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
+def _on_store(store: RunStore, args: argparse.Namespace) -> int:
+    """list, prune and gc on a team's store (evals.cli.store_retention)."""
+    if args.command == "list":
+        return _list(store, args)
+    from evals.cli import store_retention
+    from evals.store.postgres.runs import PgRuns
+
+    assert isinstance(store, PgRuns)  # open_store gives PgRuns for a URL
+    if args.command == "prune":
+        _what_to_prune(args)
+        return store_retention.prune_store(store, _doomed(store, args), yes=args.yes)
+    return store_retention.gc_store(store, list_runs(store), yes=args.yes)
+
+
+def _doomed(store: RunStore, args: argparse.Namespace) -> list[RunRow]:
     rows = list_runs(store)
     doomed: list[RunRow] = []
     if args.incomplete:
@@ -186,9 +200,13 @@ def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
     return list({r.run_id: r for r in doomed}.values())
 
 
-def _prune(store: DirStore, args: argparse.Namespace) -> int:
+def _what_to_prune(args: argparse.Namespace) -> None:
     if not (args.incomplete or args.older_than is not None or args.keep_last is not None):
         raise AttestError("say what to prune: --incomplete, --older-than DAYS or --keep-last N")
+
+
+def _prune(store: DirStore, args: argparse.Namespace) -> int:
+    _what_to_prune(args)
     removed = 0
     for row in _doomed(store, args):
         if not args.yes:
@@ -298,17 +316,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "show":
         return _show(url, cache_dir, args)
-    if args.command == "list" and url is not None:
+    if url is not None:
         opened = open_store(url, cache_dir)
         try:
-            return _list(opened.runs, args)
+            return _on_store(opened.runs, args)
         finally:
             opened.close()
     store = DirStore(cache_dir / "runs")
     if args.command == "list":
         return _list(store, args)
-    if url is not None:
-        raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
     if args.command == "prune":
         return _prune(store, args)
     return _gc(store, cache_dir, args)

@@ -317,3 +317,71 @@ def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as
         assert row.summary is not None and row.summary.status == "interrupted"
     finally:
         store.close()
+
+
+def _five_runs(pg_url: str, tmp_path: Path) -> list[str]:
+    """Five complete runs r0..r4 (r4 newest) in the store, with their answers; the sample keys."""
+    from evals.engine.execute import evaluate
+    from evals.engine.pipeline import unsampled
+    from evals.reaction_eval import TASK, load_cases
+    from tests.fakes import RecordingChat
+
+    memory = MemoryStore()
+    answer = {"verdict": True, "confidence": 3, "reasoning": "fits"}
+    evaluate(TASK, unsampled(RecordingChat(lambda m, s: answer)), load_cases()[:3], store=memory)
+    [first] = memory.run_ids()
+    manifest, report = memory.manifest(first), memory.report(first)
+    assert report is not None
+    store = open_store(pg_url, tmp_path)
+    try:
+        for i in range(5):
+            store.runs.save(f"r{i}", "manifest", manifest.replace(run_id=f"r{i}", created=manifest.created + i))
+            store.runs.save(f"r{i}", "report", report.replace(run_id=f"r{i}"))
+        keys = [sample.key for sample in manifest.samples]
+        for key in keys:
+            store.answers.put(key, _entry())
+        store.answers.put("f" * 64, _entry())  # no run references it
+    finally:
+        store.close()
+    return keys
+
+
+def test_prune_and_gc_work_on_a_store_dry_run_first_and_refuse_a_read_only_role(
+    pg: Pg, pg_db: str, tmp_path: Path
+) -> None:
+    url = pg.url(pg_db)
+    keys = _five_runs(url, tmp_path)
+    dry = _cli(["-m", "evals.runs", "--store", url, "prune", "--keep-last", "2"])
+    assert dry.returncode == 0 and "would remove r2" in dry.stdout and "dry run" in dry.stdout, dry.stderr
+    assert "would remove r3" not in dry.stdout
+    reader = pg.url(pg_db, _role(pg, pg_db, "reader", "pw", write=False), "pw")
+    refused = _cli(["-m", "evals.runs", "--store", reader, "prune", "--keep-last", "2", "--yes"])
+    assert refused.returncode == 1 and "may only read" in refused.stderr and refused.stderr.count("\n") == 1
+    done = _cli(["-m", "evals.runs", "--store", url, "prune", "--keep-last", "2", "--yes"])
+    assert done.returncode == 0 and "removed 3 run(s)" in done.stdout, done.stderr
+    store = open_store(url, tmp_path)
+    try:
+        assert store.runs.run_ids() == ["r3", "r4"]
+    finally:
+        store.close()
+    gc = _cli(["-m", "evals.runs", "--store", url, "gc"])
+    assert gc.returncode == 0 and "would remove 1 answers" in gc.stdout, gc.stdout + gc.stderr
+    assert _cli(["-m", "evals.runs", "--store", reader, "gc", "--yes"]).returncode == 1
+    assert "removed 1 answers" in _cli(["-m", "evals.runs", "--store", url, "gc", "--yes"]).stdout
+    with psycopg.connect(url) as conn:
+        left = {r[0] for r in conn.execute("SELECT key FROM attest.answers")}
+    assert left == set(keys)  # what the runs reference stays
+
+
+def test_prune_leaves_a_run_whose_writer_is_alive(pg_url: str, tmp_path: Path) -> None:
+    _five_runs(pg_url, tmp_path)
+    store = open_store(pg_url, tmp_path)
+    try:
+        live = store.runs.manifest("r0").replace(run_id="g1", status="generating")
+        with store.runs.writing("g1"):
+            store.runs.save("g1", "manifest", live)
+            out = _cli(["-m", "evals.runs", "--store", pg_url, "prune", "--incomplete", "--yes"])
+            assert out.returncode == 0 and "keep   g1 (a live worker" in out.stdout, out.stdout + out.stderr
+        assert "g1" in store.runs.run_ids()
+    finally:
+        store.close()

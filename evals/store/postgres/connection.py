@@ -149,7 +149,7 @@ def failure(exc: BaseException, doing: str, url: str) -> StoreError:
     ):
         return StoreReadOnly(
             f"the store's role may only read {where}: cannot {doing} ({text}); reads work, to write "
-            "use a role granted INSERT and UPDATE on schema attest"
+            "use a role granted INSERT and UPDATE on schema attest (and DELETE for runs prune and gc)"
         )
     if "definition of service" in text and "not found" in text:
         return StoreError(

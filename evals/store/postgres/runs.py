@@ -173,6 +173,36 @@ class PgRuns(RunStore):
             if link is not None:
                 link.close()
 
+    def remove(self, run_ids: list[str]) -> list[str]:
+        """Delete these runs' records and summaries in one statement, except a run still being generated
+        (its heartbeat is fresh); the ids removed. Needs DELETE: another role is refused in one line."""
+        query = (
+            "WITH gone AS (DELETE FROM attest.runs WHERE run_id = ANY(%(ids)s) AND NOT (summary->>'status' = "
+            "'generating' AND heartbeat >= now() - make_interval(secs => %(stale)s)) RETURNING run_id), "
+            "records AS (DELETE FROM attest.records WHERE run_id IN (SELECT run_id FROM gone) "
+            "OR (run_id = ANY(%(ids)s) AND run_id NOT IN (SELECT run_id FROM attest.runs))) "
+            "SELECT run_id FROM gone"
+        )
+        rows = self._link.fetch("remove runs", query, {"ids": run_ids, "stale": STALE_S})
+        return sorted(r[0] for r in rows)
+
+    def unreferenced(self, before: float, *, delete: bool) -> tuple[int, int]:
+        """Answers stored before `before` (epoch seconds) that no run's manifest references: (count, bytes),
+        deleted when `delete` (one statement either way)."""
+        match = (
+            "FROM attest.answers a WHERE a.stored_at < to_timestamp(%(before)s) AND NOT EXISTS (SELECT 1 FROM "
+            "attest.records r WHERE r.name = 'manifest' AND r.body->'samples' @> "
+            "jsonb_build_array(jsonb_build_object('key', a.key)))"
+        )
+        size = "octet_length(a.value::text)"
+        query = (
+            f"WITH gone AS (DELETE {match} RETURNING {size} AS size) SELECT count(*), COALESCE(sum(size), 0) FROM gone"
+            if delete
+            else f"SELECT count(*), COALESCE(sum({size}), 0) {match}"
+        )
+        [(count, total)] = self._link.fetch("collect unreferenced answers", query, {"before": before})
+        return int(count), int(total)
+
     def authors(self) -> dict[str, RunAuthor]:
         """Who saved each run's manifest: host, user, git commit (as the last listing read them, if any)."""
         if self._authors is not None:
