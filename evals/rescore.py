@@ -44,6 +44,7 @@ from evals.engine.pipeline import (
 from evals.store.open import open_store
 from evals.store.protocols import WritesRefused
 from evals.store.records import Decision, Manifest, Report, RunError, RunStore
+from evals.store.refs import list_runs
 from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
@@ -60,27 +61,30 @@ class Rescored:
 def find_runs(
     store: RunStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
 ) -> list[Manifest]:
-    """The runs to re-score: one named run, all complete runs, or the latest complete run per task.
-
-    An unreadable run is left out, with one line saying why added to `skipped` when given."""
+    """The runs to re-score: one named run, all complete runs, or the latest complete run per task (from
+    `runs list`'s rows: one statement on a shared store). An unreadable run is left out, said in `skipped`."""
     if run_id is not None:
         return [store.manifest(run_id)]
-    complete = [m for m in _manifests(store, skipped) if m.status == "complete" and m.task in tasks.names()]
+    said = [] if skipped is None else skipped
     if every:
-        return complete
-    complete.sort(key=lambda m: (m.created, m.run_id))  # ids share a second's resolution: order by creation
-    latest = {m.task: m for m in complete}  # the last one wins
-    return list(latest.values())
+        every_run = _manifests(store, said, store.run_ids())
+        return [m for m in every_run if m.status == "complete" and m.task in tasks.names()]
+    latest: dict[str, str] = {}
+    for row in list_runs(store):  # newest first
+        if row.summary is None:
+            said.append(_skip_line(row.run_id, RunError(row.problem)))
+        elif row.summary.status == "complete" and row.summary.task in tasks.names():
+            latest.setdefault(row.summary.task, row.run_id)
+    return _manifests(store, said, list(latest.values()))
 
 
-def _manifests(store: RunStore, skipped: list[str] | None) -> list[Manifest]:
+def _manifests(store: RunStore, skipped: list[str], run_ids: list[str]) -> list[Manifest]:
     found = []
-    for run_id in store.run_ids():
+    for run_id in run_ids:
         try:
             found.append(store.manifest(run_id))
         except RunError as exc:  # `runs list` shows it as unreadable; `runs prune --incomplete` removes it
-            if skipped is not None:
-                skipped.append(_skip_line(run_id, exc))
+            skipped.append(_skip_line(run_id, exc))
     return found
 
 
@@ -91,9 +95,8 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
 def rescore_run(
     manifest: Manifest, cache: AnswerCache, corpus: Path | None = None, *, paths_local: bool = True
 ) -> Rescored:
-    """Score a run's cached samples with today's scorer against today's labels. A run from a shared
-    store (`paths_local=False`) is scored against the task's corpus in this checkout, never the path it
-    recorded on another machine; a corpus that differs is said (`_changes` compares the hashes)."""
+    """Score a run's cached samples with today's scorer and labels; a shared store's run (`paths_local=False`)
+    against the task's corpus in this checkout, never a path recorded on another machine (hashes compared)."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
