@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attest.backends.types import Message
 from evals.corpus.cases import AnyCase
@@ -31,6 +31,7 @@ from evals.engine.chat import (
     SampleChat,
     unsampled,
 )
+from evals.engine.claimed import BatchClaims, generate_claimed
 from evals.engine.task import Task
 from evals.store.keys import Identity, request_key
 
@@ -136,20 +137,27 @@ def generate(
     lock = threading.Lock()
     held: list[Planned] = []
 
-    def attempt(p: Planned, wait: bool) -> None:
-        got = chat.try_fetch(p.key, p.messages, schema, p.sample, wait=wait)
+    def count(hit: bool) -> None:
         with lock:
-            if got is None:
-                held.append(p)
-                return
-            stats.hits += got[1]
-            stats.misses += not got[1]
+            stats.hits += hit
+            stats.misses += not hit
             if progress:
                 progress(stats)
 
-    run_bounded(lambda p: attempt(p, False), misses, concurrency)
-    order = {p.key: n for n, p in enumerate(misses)}
-    run_bounded(lambda p: attempt(p, True), sorted(held, key=lambda p: order[p.key]), concurrency)
+    def attempt(p: Planned, wait: bool) -> None:
+        got = chat.try_fetch(p.key, p.messages, schema, p.sample, wait=wait)
+        if got is None:
+            with lock:
+                held.append(p)
+            return
+        count(got[1])
+
+    if getattr(chat.cache, "claim_many", None) is not None:  # a team's store: claims in batches, never visiting
+        generate_claimed(chat, cast(BatchClaims, chat.cache), misses, schema, concurrency, count)  # what others hold
+    else:
+        run_bounded(lambda p: attempt(p, False), misses, concurrency)
+        order = {p.key: n for n, p in enumerate(misses)}
+        run_bounded(lambda p: attempt(p, True), sorted(held, key=lambda p: order[p.key]), concurrency)
     _count_producers(stats, chat.cache, planned)
     stats.seconds = time.perf_counter() - start
     stats.warnings = list(chat.cache.warnings)

@@ -58,6 +58,19 @@ _CLAIM = (
     f"WHERE c.holder = EXCLUDED.holder OR NOT EXISTS ({_LIVE}) RETURNING key) "
     "SELECT key, true FROM mine UNION ALL SELECT key, false FROM attest.answers WHERE key = ANY(%(keys)s::text[])"
 )
+# Claim up to `limit` of the keys, in their order, that are neither answered nor held by a live holder
+# (other workers' claims are skipped, not visited one by one), and say which of the keys are answered.
+_CLAIM_MANY = (
+    "WITH wanted AS (SELECT k, o FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS w(k, o)), "
+    "answered AS (SELECT key FROM attest.answers WHERE key = ANY(%(keys)s::text[]) AND key <> ALL(%(redo)s::text[])), "
+    "free AS (SELECT k, o FROM wanted WHERE k NOT IN (SELECT key FROM answered) AND NOT EXISTS (SELECT 1 FROM "
+    f"attest.claims c WHERE c.key = wanted.k AND c.holder <> %(holder)s AND EXISTS ({_LIVE})) "
+    "ORDER BY o LIMIT %(limit)s), "
+    "mine AS (INSERT INTO attest.claims AS c (key, holder, role) SELECT k, %(holder)s, current_user FROM free "
+    "ON CONFLICT (key) DO UPDATE SET holder = EXCLUDED.holder, role = EXCLUDED.role, claimed_at = now() "
+    f"WHERE c.holder = EXCLUDED.holder OR NOT EXISTS ({_LIVE}) RETURNING key) "
+    "SELECT key, true FROM mine UNION ALL SELECT key, false FROM answered"
+)
 _RELEASE = "UPDATE attest.claims SET holder = '', role = '' WHERE key = %s AND holder = %s"
 _KEYS = "SELECT key FROM attest.answers WHERE key > %s ORDER BY key LIMIT %s"
 _SELECT = (
@@ -176,14 +189,37 @@ class PgAnswers:
         with suppress(psycopg.Error, StoreError):  # a lost session's claims are free already
             self._here().count("give a claim back", _RELEASE, (key, self.holder))
 
-    @contextmanager
-    def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
-        """Claim `key` (see the module docstring); True: generate it, False: stored meanwhile, None: held."""
+    def claim_many(self, keys: Sequence[str], limit: int) -> tuple[list[str], set[str]]:
+        """One statement: claim up to `limit` of `keys` (in order) that nobody answered or holds; (the keys now
+        this process's to generate, the keys already answered). Give each claimed key back with `settle`."""
+        self._need_write(keys[0] if keys else "")
+        with self._lock:
+            mine = [k for k in keys if k not in self._held]
+            redo = sorted(self._unreadable.intersection(mine))  # stored but unreadable: generated again
+        params = {"holder": self.holder, "keys": mine, "limit": limit, "redo": redo}
+        rows = self._here().fetch("claim samples", _CLAIM_MANY, params)
+        claimed = [key for key, ours in rows if ours]
+        with self._lock:
+            self._held.update(claimed)
+        return claimed, {key for key, ours in rows if not ours}
+
+    def settle(self, key: str, *, stored: bool) -> None:
+        """A claimed key is done: its answer stored (the claim is moot) or not (the claim is given back)."""
+        self._forget(key)
+        if not stored:
+            self._unclaim(key)
+
+    def _need_write(self, key: str) -> None:
         if not self.writable:
             raise StoreReadOnly(
                 f"the store's role may only read {self.where}: sample {key[:12]} is missing and cannot be stored; "
                 "reads work, to generate use a role granted INSERT and UPDATE on schema attest"
             )
+
+    @contextmanager
+    def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
+        """Claim `key` (see the module docstring); True: generate it, False: stored meanwhile, None: held."""
+        self._need_write(key)
         deadline, pause = time.monotonic() + self.lease_wait_s, _POLL_S
         while (mine := self._claim(key)) is None:
             if not wait:
