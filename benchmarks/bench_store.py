@@ -136,7 +136,7 @@ def _workers(store: str, servers: list[str], corpus: Path, root: Path) -> tuple[
     for proc, (_, err) in zip(procs, outputs, strict=True):
         if proc.returncode != 0:
             raise RuntimeError(f"a worker failed: {err.strip().splitlines()[-1:]}")
-    return seconds, [json.loads(out) for out, _ in outputs]
+    return seconds, [json.loads(out) for out, _ in outputs if out.strip()]  # one run per job: one report
 
 
 def _corpus(root: Path, cases: int = CASES) -> Path:
@@ -162,7 +162,8 @@ def _measure(socket_dir: str, root: Path, corpus: Path, repeat: int, n: int, fou
 
 def _span(reports: list[dict[str, Any]]) -> float:
     """Seconds from the first worker starting to generate to the last one finishing (each report is scored
-    right after its generate stage: `scored_at` ends it, `generate.seconds` before that starts it)."""
+    right after its generate stage: `scored_at` ends it, `generate.seconds` before that starts it). Workers of
+    one job make one run: the last to finish reports, so with N workers this is that worker's generate stage."""
     starts = [r["scored_at"] - r["generate"]["seconds"] for r in reports]
     return float(max(r["scored_at"] for r in reports) - min(starts))
 

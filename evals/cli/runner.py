@@ -24,7 +24,7 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
-from evals.engine.execute import RunOutcome, RunSpec, execute
+from evals.engine.execute import HelpedRun, RunOutcome, RunSpec, execute
 from evals.engine.pipeline import CachedChat, Task, load_cases
 from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
@@ -155,6 +155,9 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
             only = tuple(dict.fromkeys(args.case))
             spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)
             outcome = _generate_and_score(spec, args, store, backend)
+        except HelpedRun as helped:  # another worker of this job finishes the run: this one is done
+            print(f"{task.name} eval: {helped}", file=sys.stderr if args.json else sys.stdout)
+            return 0
         finally:
             backend.close()
         texts = answer_texts(store.answers, outcome.manifest.samples)  # for the degenerate-answer warnings and the page

@@ -68,10 +68,14 @@ def test_two_workers_generate_each_sample_once_and_a_teammate_pays_nothing(
         sent = Counter(r.messages_key for s in (one, two) for r in s.requests)
         assert len(sent) == CASES and sum(sent.values()) == CASES  # every sample asked once, of one server
         assert one.count > 0 and two.count > 0, (one.count, two.count)  # both workers did part of the work
-        for out, _ in outs:
-            assert f"model server    {one.url}" in out and f"model server    {two.url}" in out, out
-            assert out.count("  worker          ") == 2, out
-        out, _ = _finish(_worker(tmp_path / "teammate", corpus, three, pg_url))
+        [(report, _)] = [o for o in outs if "helped run" not in o[0]]  # one run per job: the last scores it
+        [(helped, _)] = [o for o in outs if "helped run" in o[0]]  # the other says which run it helped
+        assert f"model server    {one.url}" in report and f"model server    {two.url}" in report, report
+        assert report.count("  worker          ") == 2, report
+        with psycopg.connect(pg_url) as conn:
+            [(run_id,)] = conn.execute("SELECT DISTINCT run_id FROM attest.records").fetchall()
+        assert f"helped run {run_id}" in helped and f"runs show {run_id}" in helped, helped
+        _finish(_worker(tmp_path / "teammate", corpus, three, pg_url))
         assert three.count == 0  # a teammate's rerun from an empty local cache: no model call
     assert _stored(pg_url) == CASES
     assert not (tmp_path / "teammate" / "runs").exists()  # the records went to the store, not the local cache

@@ -86,6 +86,9 @@ _DDL = (
         host text NOT NULL, username text NOT NULL, git_commit text, done integer,
         heartbeat timestamptz NOT NULL DEFAULT now())""",
     "CREATE INDEX IF NOT EXISTS runs_by_time ON attest.runs (created DESC, run_id DESC)",
+    """CREATE TABLE IF NOT EXISTS attest.jobs (
+        job text PRIMARY KEY, run_id text NOT NULL, holders text[] NOT NULL,
+        started timestamptz NOT NULL DEFAULT now())""",
     """CREATE TABLE IF NOT EXISTS attest.claims (
         key text PRIMARY KEY, holder text NOT NULL, role text NOT NULL,
         claimed_at timestamptz NOT NULL DEFAULT now())""",

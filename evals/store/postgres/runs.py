@@ -63,6 +63,21 @@ _LIST = (
     "FROM attest.records d WHERE name = 'manifest' "
     "AND NOT EXISTS (SELECT 1 FROM attest.runs r WHERE r.run_id = d.run_id))"
 )
+# One run per job: workers of one job (same samples, same scorer) join the run its first live worker
+# started; a job row lists its workers as "token|role", live while a session with that name and role is.
+_LIVE_HOLDER = "SELECT 1 FROM pg_stat_activity s WHERE s.application_name || '|' || s.usename = h"
+_JOIN = (
+    "INSERT INTO attest.jobs AS j (job, run_id, holders) VALUES (%(job)s, %(run_id)s, ARRAY[%(me)s]) "
+    "ON CONFLICT (job) DO UPDATE SET "
+    f"run_id = CASE WHEN EXISTS (SELECT 1 FROM unnest(j.holders) AS h WHERE EXISTS ({_LIVE_HOLDER})) "
+    "THEN j.run_id ELSE EXCLUDED.run_id END, "
+    f"holders = CASE WHEN EXISTS (SELECT 1 FROM unnest(j.holders) AS h WHERE EXISTS ({_LIVE_HOLDER})) "
+    "THEN array_append(array_remove(j.holders, %(me)s), %(me)s) ELSE EXCLUDED.holders END RETURNING run_id"
+)
+_LEAVE = (
+    "UPDATE attest.jobs AS j SET holders = array_remove(holders, %(me)s) WHERE job = %(job)s "
+    f"RETURNING NOT EXISTS (SELECT 1 FROM unnest(j.holders) AS h WHERE EXISTS ({_LIVE_HOLDER}))"
+)
 _BEAT = "UPDATE attest.runs SET heartbeat = now() WHERE run_id = %s"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as DirStore's
 
@@ -84,6 +99,7 @@ class PgRuns(RunStore):
         self._link = link
         self.where = describe(link.url)
         self._authors: dict[str, RunAuthor] | None = None
+        self._user_role: str | None = None
         self._host, self._user = who()
 
     def _check(self, run_id: str) -> None:
@@ -202,6 +218,23 @@ class PgRuns(RunStore):
         )
         [(count, total)] = self._link.fetch("collect unreferenced answers", query, {"before": before})
         return int(count), int(total)
+
+    def join_job(self, job: str, run_id: str) -> str:
+        """The run of `job` its live workers are generating, joined; else `run_id`, started here."""
+        me = f"{self._link.application_name}|{self._role()}"
+        [(found,)] = self._link.fetch("join the job's run", _JOIN, {"job": job, "run_id": run_id, "me": me})
+        return str(found)
+
+    def leave_job(self, job: str) -> bool:
+        """This worker is done generating `job`: whether it is the last live one (and so scores the run)."""
+        me = f"{self._link.application_name}|{self._role()}"
+        rows = self._link.fetch("leave the job's run", _LEAVE, {"job": job, "me": me})
+        return bool(rows[0][0]) if rows else True
+
+    def _role(self) -> str:
+        if self._user_role is None:
+            [(self._user_role,)] = self._link.fetch("read the store's role", "SELECT current_user")
+        return str(self._user_role)
 
     def authors(self) -> dict[str, RunAuthor]:
         """Who saved each run's manifest: host, user, git commit (as the last listing read them, if any)."""
