@@ -22,7 +22,7 @@ import fcntl
 import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -188,6 +188,19 @@ class RunStore:
         """`runs list`'s rows in one read, newest first, when the store keeps them (a shared store);
         None: read each run's records."""
         return None
+
+    def load_runs(
+        self, run_ids: list[str], models: Mapping[str, type[Record]]
+    ) -> dict[str, list[tuple[str, Record]] | RunError]:
+        """Each run's records (those of `models` it has), or why it is unreadable; a store may read them in
+        one statement (a shared store)."""
+        found: dict[str, list[tuple[str, Record]] | RunError] = {}
+        for run_id in run_ids:
+            try:
+                found[run_id] = [(n, self.load(run_id, n, m)) for n, m in models.items() if self.exists(run_id, n)]
+            except RunError as exc:
+                found[run_id] = exc
+        return found
 
     def manifest(self, run_id: str) -> Manifest:
         return self.load(run_id, "manifest", Manifest)

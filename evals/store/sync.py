@@ -75,27 +75,34 @@ def copy_runs(
     differs in. With `overwrite=False` (pull) a run the target holds with any differing record is left as
     it is and named in `conflicts`: a copy never writes over a local run."""
     done = Copied()
-    names = sorted(models, key=lambda n: n == "manifest")  # the manifest last
-    for run_id in source.run_ids():
-        try:
-            records = [(n, source.load(run_id, n, models[n])) for n in names if source.exists(run_id, n)]
-        except RunError as exc:
-            done.unreadable += 1
-            done.lines.append(f"unreadable run {run_id}: {exc}")
-            continue
-        todo = [(n, r) for n, r in records if not (target.exists(run_id, n) and _same(target, run_id, n, r))]
-        done.skipped += len(records) - len(todo)
-        if not overwrite and any(target.exists(run_id, n) for n, _ in todo):
-            done.conflicts += 1
-            done.lines.append(f"conflict: run {run_id} differs from the local run of that id; left both as they are")
-            continue
-        if not todo:
-            continue
-        with target.writing(run_id):
-            for name, record in todo:
-                target.save(run_id, name, record)
-                done.copied += 1
+    ordered = {n: models[n] for n in sorted(models, key=lambda n: n == "manifest")}  # the manifest last
+    for batch in batches(iter(source.run_ids()), 100):
+        for run_id, records in source.load_runs(batch, ordered).items():  # one statement per batch on a store
+            if isinstance(records, RunError):
+                done.unreadable += 1
+                done.lines.append(f"unreadable run {run_id}: {records}")
+                continue
+            _copy_run(target, run_id, records, done, overwrite=overwrite)
     return done
+
+
+def _copy_run(
+    target: RunStore, run_id: str, records: list[tuple[str, Record]], done: Copied, *, overwrite: bool
+) -> None:
+    """One run's records into `target`: those it lacks or holds otherwise (never over a differing run unless
+    `overwrite`)."""
+    todo = [(n, r) for n, r in records if not (target.exists(run_id, n) and _same(target, run_id, n, r))]
+    done.skipped += len(records) - len(todo)
+    if not overwrite and any(target.exists(run_id, n) for n, _ in todo):
+        done.conflicts += 1
+        done.lines.append(f"conflict: run {run_id} differs from the local run of that id; left both as they are")
+        return
+    if not todo:
+        return
+    with target.writing(run_id):
+        for name, record in todo:
+            target.save(run_id, name, record)
+            done.copied += 1
 
 
 def _same(target: RunStore, run_id: str, name: str, record: Record) -> bool:

@@ -385,3 +385,22 @@ def test_prune_leaves_a_run_whose_writer_is_alive(pg_url: str, tmp_path: Path) -
         assert "g1" in store.runs.run_ids()
     finally:
         store.close()
+
+
+def test_pull_reads_the_runs_in_batches(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evals import runs
+    from evals.store.postgres import connection
+
+    _five_runs(pg_url, tmp_path)
+    sent: list[str] = []
+    real_run = connection.Link.run
+    monkeypatch.setattr(connection.Link, "run", lambda self, doing, fn: sent.append(doing) or real_run(self, doing, fn))
+    assert runs.main(["--store", pg_url, "--cache-dir", str(tmp_path / "mine"), "pull"]) == 0
+    assert sent.count("read runs") == 1  # the five runs' records in one statement, not 8 per run
+    assert not [doing for doing in sent if doing.startswith(("read the manifest", "read the report", "read run "))]
+    local = open_store(None, tmp_path / "mine")
+    try:
+        assert local.runs.run_ids() == ["r0", "r1", "r2", "r3", "r4"]
+        assert local.runs.manifest("r3").run_id == "r3" and local.runs.report("r3") is not None
+    finally:
+        local.close()

@@ -15,9 +15,10 @@ lists as `interrupted` on every machine.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from evals.store.local.run_index import Summary
@@ -77,6 +78,11 @@ _JOIN = (
 _LEAVE = (
     "UPDATE attest.jobs AS j SET holders = array_remove(holders, %(me)s) WHERE job = %(job)s "
     f"RETURNING NOT EXISTS (SELECT 1 FROM unnest(j.holders) AS h WHERE EXISTS ({_LIVE_HOLDER}))"
+)
+_LOAD_RUNS = (
+    "SELECT run_id, name, size, CASE WHEN size <= (%(caps)s::jsonb->>name)::bigint THEN body END FROM "
+    "(SELECT run_id, name, octet_length(body::text) AS size, body::text AS body FROM attest.records "
+    "WHERE run_id = ANY(%(ids)s::text[]) AND name = ANY(%(names)s::text[])) AS r"
 )
 _BEAT = "UPDATE attest.runs SET heartbeat = now() WHERE run_id = %s"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as DirStore's
@@ -140,12 +146,16 @@ class PgRuns(RunStore):
         )
         if row is None:
             raise RunError(f"no run {run_id!r} in {self.where} (no {name}): list them with `runs list --store URL`")
-        if row[1] is None:
+        return self._decoded(run_id, name, model, row[0], row[1], cap)
+
+    def _decoded(self, run_id: str, name: str, model: type[M], size: int, body: str | None, cap: int) -> M:
+        """A record row read as untrusted: its size, its JSON as its model, its run id against the key."""
+        if body is None:
             raise RunError(
-                f"the {name} of run {run_id} in {self.where} is unreadable: {row[0]} bytes, over the {cap}-byte cap"
+                f"the {name} of run {run_id} in {self.where} is unreadable: {size} bytes, over the {cap}-byte cap"
             )
         try:
-            record = decode(row[1], model)
+            record = decode(body, model)
         except RecordError as exc:
             raise RunError(
                 f"the {name} of run {run_id} in {self.where} is unreadable ({exc}); "
@@ -158,6 +168,27 @@ class PgRuns(RunStore):
         self._check(run_id)
         query = "SELECT 1 FROM attest.records WHERE run_id = %s AND name = %s"
         return self._link.run(f"read run {run_id}", lambda c: c.execute(query, (run_id, name)).fetchone()) is not None
+
+    def load_runs(
+        self, run_ids: list[str], models: Mapping[str, type[Record]]
+    ) -> dict[str, list[tuple[str, Record]] | RunError]:
+        """Each run's records in one statement (each sized in SQL against its cap before it is sent)."""
+        caps = {name: record_cap(name) for name in models}
+        found: dict[str, list[tuple[str, Record]] | RunError] = {}
+        for run_id in run_ids:
+            found[run_id] = [] if _RUN_ID.fullmatch(run_id) else RunError(f"{run_id!r} is not a run id")
+        ids = [run_id for run_id, held in found.items() if not isinstance(held, RunError)]
+        params = {"ids": ids, "names": list(models), "caps": json.dumps(caps)}
+        rows = self._link.fetch("read runs", _LOAD_RUNS, params)
+        for run_id, name, size, body in sorted(rows, key=lambda r: list(models).index(r[1])):
+            held = found[run_id]
+            if isinstance(held, RunError):
+                continue
+            try:
+                held.append((name, self._decoded(run_id, name, models[name], size, body, caps[name])))
+            except RunError as exc:
+                found[run_id] = exc
+        return found
 
     def summaries(self, task: str | None, limit: int | None, offset: int) -> list[StoredSummary]:
         """One statement: the summary rows, newest first (and runs saved by an older attest, to be read)."""
