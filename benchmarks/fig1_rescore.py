@@ -21,8 +21,9 @@ from typing import Any
 from attest.backends.stub import StubBackend
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import tasks
+from evals.engine.chat import CachedChat
 from evals.engine.execute import RunSpec, execute
-from evals.engine.pipeline import CachedChat, load_cases
+from evals.engine.pipeline import load_cases
 from evals.rescore import rescore_run
 from evals.store.local.cache import Identity, ResponseCache
 from evals.store.records import DirStore, Manifest

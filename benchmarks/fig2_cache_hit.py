@@ -18,7 +18,7 @@ from attest.backends.stub import StubBackend
 from attest.backends.types import ChatResponse, Message
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, workdir
 from evals import reaction_eval
-from evals.engine.pipeline import CachedChat, SampleChat
+from evals.engine.chat import CachedChat, SampleChat
 from evals.store.local.cache import ResponseCache
 
 BATCH = 2000

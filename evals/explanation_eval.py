@@ -33,9 +33,10 @@ from evals.corpus.rules import explanation_rules
 from evals.corpus.targets import explanation_targets
 from evals.corpus.words import content_words, mentions, own_words, words
 from evals.engine import execute, pipeline
-from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.chat import SampleChat
+from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.engine.task import CheckContext, CorpusChecks, Strategy, Task
 from evals.tagging_eval import gate
 
 __all__ = [
@@ -213,7 +214,7 @@ def _rules(path: Path, cases: Sequence[ExplanationCase], context: CheckContext) 
     return explanation_rules(path, cases)
 
 
-TASK = pipeline.Task(
+TASK = Task(
     "explanation",
     ExplanationCase,
     Explanation,

@@ -55,7 +55,7 @@ from evals.cli.tagging_search import (
     tag_signature,
 )
 from evals.corpus.cases import TaggingCase
-from evals.engine.pipeline import CachedChat
+from evals.engine.chat import CachedChat
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.records import write_atomic

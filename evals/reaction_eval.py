@@ -17,9 +17,10 @@ from evals.corpus.fixture import fixture_problems
 from evals.corpus.rules import reaction_rules
 from evals.corpus.targets import reaction_targets
 from evals.engine import execute, pipeline
-from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.chat import SampleChat
+from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import names_item, parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.engine.task import CheckContext, CorpusChecks, Strategy, Task
 from evals.tagging_eval import gate
 
 __all__ = [
@@ -168,7 +169,7 @@ def _rules(path: Path, cases: Sequence[ReactionCase], context: CheckContext) -> 
     yield from fixture_problems(path, cases, context.fixture)
 
 
-TASK = pipeline.Task(
+TASK = Task(
     "reaction",
     ReactionCase,
     Reaction,

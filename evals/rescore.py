@@ -31,19 +31,13 @@ from attest.text import printable
 from evals import tasks
 from evals.corpus.cases import AnyCase
 from evals.engine import provenance
+from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
-from evals.engine.pipeline import (
-    AnswerCache,
-    EvalResult,
-    MissingSampleError,
-    Task,
-    corpus_digests,
-    load_cases,
-    score_planned,
-)
+from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
+from evals.engine.task import Task
 from evals.store.open import open_store
-from evals.store.protocols import WritesRefused
-from evals.store.records import Decision, Manifest, Report, RunError, RunStore
+from evals.store.protocols import Answers, Runs, WritesRefused
+from evals.store.records import Decision, Manifest, Report, RunError
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
@@ -58,7 +52,7 @@ class Rescored:
 
 
 def find_runs(
-    store: RunStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
+    store: Runs, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
 ) -> list[Manifest]:
     """The runs to re-score: one named run, all complete runs, or the latest complete run per task.
 
@@ -73,7 +67,7 @@ def find_runs(
     return list(latest.values())
 
 
-def _manifests(store: RunStore, skipped: list[str] | None) -> list[Manifest]:
+def _manifests(store: Runs, skipped: list[str] | None) -> list[Manifest]:
     found = []
     for run_id in store.run_ids():
         try:
@@ -88,7 +82,7 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
 
 
-def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
+def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) -> Rescored:
     """Score a run's cached samples with today's scorer against today's labels."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
@@ -167,7 +161,7 @@ def _rescore(args: argparse.Namespace) -> int:
         opened.close()
 
 
-def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache, args: argparse.Namespace) -> int:
+def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: argparse.Namespace) -> int:
     start = time.perf_counter()
     rows = []
     rescored: dict[str, Rescored] = {}
@@ -209,7 +203,7 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
 
 
 def recheck_decisions(
-    store: RunStore, cache: AnswerCache, rescored: dict[str, Rescored], corpus: Path | None = None
+    store: Runs, cache: Answers, rescored: dict[str, Rescored], corpus: Path | None = None
 ) -> list[dict[str, Any]]:
     """Every decision recorded beside a re-scored run, recomputed from the cache alone.
 

@@ -18,10 +18,12 @@ from evals.corpus.cases import TaggingCase
 from evals.corpus.rules import tagging_rules
 from evals.corpus.targets import tagging_targets
 from evals.engine import execute, pipeline, provenance
-from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.chat import SampleChat
+from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy
-from evals.store.records import Decision, RunStore
+from evals.engine.task import CheckContext, CorpusChecks, Strategy, Task
+from evals.store.protocols import Runs
+from evals.store.records import Decision
 
 if TYPE_CHECKING:
     from evals.analysis.pairing import Run
@@ -82,7 +84,7 @@ def _rules(path: Path, cases: Sequence[TaggingCase], context: CheckContext) -> I
     return tagging_rules(path, cases)
 
 
-TASK = pipeline.Task(
+TASK = Task(
     "tagging",
     TaggingCase,
     ItemTags,
@@ -112,7 +114,7 @@ def evaluate(
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
 
-def gate(store: RunStore, base: Run, cand: Run, *, margin: float = 0.0) -> Decision:
+def gate(store: Runs, base: Run, cand: Run, *, margin: float = 0.0) -> Decision:
     """The paired verdict of `cand` against `base` (evals.analysis.pairing.decide), recorded beside the
     candidate run as `decision` and returned: ship only when the whole interval clears `margin`."""
     from evals.analysis.pairing import decide  # statistics (scipy) only when a decision is taken

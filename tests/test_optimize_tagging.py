@@ -36,7 +36,7 @@ from attest.features import TAGS, TagDemo, TagPrompt, item_block, load_tag_promp
 from evals import compare as compare_cli
 from evals import tagging_eval
 from evals.corpus.cases import TaggingCase
-from evals.engine.pipeline import CachedChat, CacheOnlyChat, unsampled
+from evals.engine.chat import CachedChat, CacheOnlyChat, unsampled
 from evals.store.local.cache import Identity, ResponseCache
 from evals.store.records import Decision, DirStore
 from tests.fakes import FakeBackend, RecordingChat

@@ -23,7 +23,8 @@ from attest.simulate import reaction_messages
 from evals import explanation_eval, reaction_eval, tagging_eval
 from evals.cli import runner
 from evals.corpus.read import split_sha256
-from evals.engine.pipeline import CachedChat, GenerateStats, Planned, generate, plan, score_planned, unsampled
+from evals.engine.chat import CachedChat, unsampled
+from evals.engine.pipeline import GenerateStats, Planned, generate, plan, score_planned
 from evals.store.local.cache import Identity, ResponseCache, canonical_json
 from tests.fakes import RecordingChat
 

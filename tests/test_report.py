@@ -19,8 +19,10 @@ from evals import reaction_eval, tasks
 from evals.analysis import power, stats, uncertainty
 from evals.analysis.uncertainty import ASSUMES
 from evals.cli import runner
+from evals.engine.chat import CachedChat, MemoryCache, unsampled
 from evals.engine.execute import IN_PROCESS, RunOutcome, RunSpec, execute
-from evals.engine.pipeline import CachedChat, MemoryCache, Task, load_cases, unsampled
+from evals.engine.pipeline import load_cases
+from evals.engine.task import Task
 from evals.render.report import annotate, inputs_sha256, print_report
 from evals.store.records import MemoryStore
 from tests.fakes import FakeBackend, RecordingChat

@@ -19,7 +19,8 @@ import pytest
 
 from evals import reaction_eval, rescore, tagging_eval, tasks
 from evals.cli import runner
-from evals.engine.pipeline import Task, load_cases
+from evals.engine.pipeline import load_cases
+from evals.engine.task import Task
 from evals.store.local.cache import JSONDisk
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,7 +25,8 @@ from evals.cli import runner
 from evals.corpus.cases import TaggingCase
 from evals.engine import provenance
 from evals.engine.execute import Prompts
-from evals.engine.pipeline import Task, corpus_digests, load_cases
+from evals.engine.pipeline import corpus_digests, load_cases
+from evals.engine.task import Task
 from evals.store import refs
 from evals.store.local import run_index
 from evals.store.local.cache import ResponseCache

@@ -21,9 +21,9 @@ from typing import Any
 
 from attest.backends.stub import StubBackend
 from evals.corpus.cases import AnyCase
+from evals.engine.chat import unsampled
 from evals.engine.execute import evaluate
-from evals.engine.pipeline import Task, unsampled
-from evals.engine.task import Strategy
+from evals.engine.task import Strategy, Task
 
 __all__ = ["Baseline", "baselines", "best_strategy", "stub", "trivial"]
 

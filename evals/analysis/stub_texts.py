@@ -7,7 +7,7 @@ from typing import Any
 
 from attest.backends.stub import StubBackend
 from evals.corpus.cases import AnyCase
-from evals.engine.pipeline import Task
+from evals.engine.task import Task
 
 __all__ = ["stub_texts"]
 

@@ -24,15 +24,17 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
+from evals.engine.chat import CachedChat
 from evals.engine.execute import RunOutcome, RunSpec, execute
-from evals.engine.pipeline import CachedChat, Task, load_cases
+from evals.engine.pipeline import load_cases
 from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
+from evals.engine.task import Task
 from evals.render.page_run import Texts, answer_texts
 from evals.render.report import annotate, degenerate_warnings, print_report, write_run_page
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
-from evals.store.records import DirStore, RunStore
+from evals.store.protocols import Runs
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
@@ -171,23 +173,21 @@ def _default_concurrency(backend: Backend) -> int:
     return DEFAULT_CONCURRENCY.get(backend.kind, 1)
 
 
-def _show(
-    outcome: RunOutcome, args: argparse.Namespace, store: RunStore, warnings: Sequence[str], texts: Texts
-) -> None:
+def _show(outcome: RunOutcome, args: argparse.Namespace, store: Runs, warnings: Sequence[str], texts: Texts) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     outcome = annotate(outcome, store)
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
     degenerate = degenerate_warnings(outcome, texts)
+    page_dir = store.page_dir(outcome.run_id)
     if args.json:
         print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
-        where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
-        print_report(outcome, where, worst=args.worst, degenerate=degenerate)
-    if not isinstance(store, DirStore):  # a team's store: the page is written on demand (`runs show ID --html FILE`)
+        print_report(outcome, page_dir or store.where, worst=args.worst, degenerate=degenerate)
+    if page_dir is None:  # a team's store: the page is written on demand (`runs show ID --html FILE`)
         return
     try:
-        page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
+        page = write_run_page(outcome, store, page_dir, texts, degenerate)  # after the report, from the records
     except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing
         print(f"warning: report.html not written ({exc}); `runs show ID --html FILE` retries", file=sys.stderr)
         return

@@ -17,21 +17,19 @@ from typing import Any, TypeVar
 
 from evals.corpus.cases import AnyCase
 from evals.engine import provenance
+from evals.engine.chat import CachedChat, MemoryCache, SampleChat
 from evals.engine.pipeline import (
-    CachedChat,
     CaseResult,
     EvalResult,
     GenerateStats,
-    MemoryCache,
     Planned,
     Progress,
-    SampleChat,
-    Task,
     corpus_digests,
     generate,
     plan,
     score_planned,
 )
+from evals.engine.task import Task
 from evals.store.keys import Identity
 from evals.store.protocols import Runs
 from evals.store.records import (

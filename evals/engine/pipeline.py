@@ -22,36 +22,21 @@ from attest.backends.types import Message
 from evals.corpus.cases import AnyCase
 from evals.corpus.read import read_cases, split_sha256
 from evals.engine.bounded import run_bounded
-from evals.engine.chat import (
-    AnswerCache,
-    CachedChat,
-    CacheOnlyChat,
-    MemoryCache,
-    MissingSampleError,
-    SampleChat,
-    unsampled,
-)
+from evals.engine.chat import CachedChat, MissingSampleError
 from evals.engine.task import Task
 from evals.store.keys import Identity, request_key
+from evals.store.protocols import Answers
 
 __all__ = [
-    "AnswerCache",
-    "CacheOnlyChat",
-    "CachedChat",
     "CaseResult",
     "EvalResult",
     "GenerateStats",
-    "MemoryCache",
-    "MissingSampleError",
     "Planned",
-    "SampleChat",
-    "Task",
     "corpus_digests",
     "generate",
     "load_cases",
     "plan",
     "score_planned",
-    "unsampled",
 ]
 
 C = TypeVar("C", bound=AnyCase)
@@ -156,7 +141,7 @@ def generate(
     return stats
 
 
-def _count_producers(stats: GenerateStats, cache: AnswerCache, planned: Sequence[Planned]) -> None:
+def _count_producers(stats: GenerateStats, cache: Answers, planned: Sequence[Planned]) -> None:
     """How many of the run's samples each worker and each model server produced (unknown: stored before)."""
     entries = [e for e in cache.get_many([p.key for p in planned]).values() if e is not None]
     stats.workers = dict(Counter(e.worker or "unknown" for e in entries).most_common())
@@ -226,7 +211,7 @@ def _aggregate(task: Task[Any], cases: Sequence[AnyCase], results: list[CaseResu
     return EvalResult(task.name, overall, statistics.median(latencies) if latencies else None, results, summary)
 
 
-def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: AnswerCache) -> EvalResult:
+def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: Answers) -> EvalResult:
     """The score stage for a run: each (case, sample, key) scored from the cache, no network."""
     samples = list(samples)
     entries = cache.get_many([key for _, _, key in samples])

@@ -34,7 +34,7 @@ from evals.analysis.degenerate import degenerate
 from evals.analysis.stub_texts import stub_texts
 from evals.engine.execute import RunOutcome
 from evals.store.protocols import Runs
-from evals.store.records import DirStore, RunError, write_atomic
+from evals.store.records import RunError, write_atomic
 
 __all__ = ["annotate", "degenerate_warnings", "inputs_sha256", "print_report", "write_run_page"]
 
@@ -122,15 +122,19 @@ def degenerate_warnings(outcome: RunOutcome, texts: Mapping[tuple[str, int], str
 
 
 def write_run_page(
-    outcome: RunOutcome, store: DirStore, texts: Mapping[tuple[str, int], str | None], warnings: Sequence[str]
+    outcome: RunOutcome,
+    store: Runs,
+    page_dir: Path,
+    texts: Mapping[tuple[str, int], str | None],
+    warnings: Sequence[str],
 ) -> Path:
-    """report.html beside the run's records, from what they hold; returns its path."""
+    """report.html in `page_dir` (the store's place for the run's page), from the run's records; returns its path."""
     from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
     page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings)
-    path = store.run_dir(outcome.run_id) / "report.html"
+    path = page_dir / "report.html"
     write_atomic(path, page)
     return path
 

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 from attest.backends.stub import StubBackend
 from attest.backends.types import ChatResponse, Message
 from evals import reaction_eval
+from evals.engine.chat import CachedChat, MemoryCache, unsampled
 from evals.engine.execute import IN_PROCESS, RunSpec, execute
-from evals.engine.pipeline import CachedChat, MemoryCache, unsampled
 from evals.store import refs
 from evals.store.records import DirStore, Manifest
 from tests.test_runs_cli import cli
@@ -84,7 +84,7 @@ import sys, time
 from pathlib import Path
 from evals import reaction_eval
 from evals.engine.execute import IN_PROCESS, RunSpec, execute
-from evals.engine.pipeline import CachedChat, MemoryCache, unsampled
+from evals.engine.chat import CachedChat, MemoryCache, unsampled
 from evals.store.records import DirStore
 from attest.backends.stub import StubBackend
 

@@ -45,8 +45,8 @@ def test_answers_round_trip_as_json_with_provenance(pg: Pg, pg_url: str, tmp_pat
 
 
 def test_run_records_round_trip_and_say_who(pg_url: str, tmp_path: Path) -> None:
+    from evals.engine.chat import unsampled
     from evals.engine.execute import evaluate
-    from evals.engine.pipeline import unsampled
     from evals.reaction_eval import TASK, load_cases
     from tests.fakes import RecordingChat
 
