@@ -2,7 +2,7 @@
 
 The cache is built the normal way: every real corpus case of the three tasks,
 repeated until the three runs hold 10,000 samples in all, planned with `plan`
-and filled by `generate` through `CachedChat.from_backend(StubBackend(), cache)`, each run
+and filled by `generate` through `CachedChat.from_backend(StubBackend(answer=task.stub_answer), cache)`, each run
 with its manifest. `rescore_run` then re-scores the three run directories.
 
 Reference, in the same run: the three tasks' `score_one` over the same
@@ -34,12 +34,12 @@ TARGET = 10_000.0  # samples per second
 
 def _build(directory: Path, cache: ResponseCache) -> tuple[list[Manifest], list[tuple[str, Any, str]]]:
     """Three complete runs holding >= TOTAL samples; returns their manifests and every (task, case, text)."""
-    backend = StubBackend()
-    chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
     store = DirStore(directory / "runs")
     share = -(-TOTAL // len(tasks.names()))
     manifests, answers = [], []
     for task in tasks.all_tasks():
+        backend = StubBackend(answer=task.stub_answer)
+        chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
         name = task.name
         cases = load_cases(task)
         repeat = -(-share // len(cases))

@@ -42,7 +42,7 @@ def _bare(response: ChatResponse) -> SampleChat:
 def run() -> list[Row]:
     cache = ResponseCache(workdir("cache-hit"))
     try:
-        chat = CachedChat.from_backend(StubBackend(), cache)
+        chat = CachedChat.from_backend(StubBackend(answer=reaction_eval.TASK.stub_answer), cache)
         case = reaction_eval.load_cases()[0]
         messages, schema = reaction_eval.render(case), reaction_eval.TASK.schema
         bare = _bare(chat(messages, schema, 0))  # the miss that makes the key warm

@@ -26,6 +26,7 @@ error and 2 on a usage error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -60,7 +61,7 @@ from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.records import write_atomic
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
-from evals.tagging_eval import gate, load_cases
+from evals.tagging_eval import TASK, gate, load_cases
 
 __all__ = [
     "AttestLM",
@@ -150,7 +151,8 @@ def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(resolve_store_url(args.store), cache_dir)
     try:
-        backend = backend_factory(settings_from_args(args, default_backend="auto"))
+        settings = settings_from_args(args, default_backend="auto")
+        backend = backend_factory(dataclasses.replace(settings, stub_answer=TASK.stub_answer))
         try:
             identity = Identity.of(backend)
             outcome = _optimise(args, backend, store, identity, train, judged)

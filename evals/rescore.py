@@ -29,7 +29,7 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
-from evals.corpus.cases import AnyCase
+from evals.corpus.cases import Case
 from evals.engine import provenance
 from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
@@ -89,7 +89,7 @@ def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) 
     task = tasks.get(manifest.task)
     path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
     loaded = load_cases(task, path)
-    cases: dict[str, AnyCase] = {c.id: c for c in loaded}
+    cases: dict[str, Case] = {c.id: c for c in loaded}
     gone = sorted({s.case for s in manifest.samples} - set(cases))
     if gone:
         raise RunError(
@@ -103,7 +103,7 @@ def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) 
     return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
 
 
-def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
+def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: Path) -> list[str]:
     changes = []
     recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
     splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split

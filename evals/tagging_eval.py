@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attest.backends.stub import tags_answer
 from attest.backends.types import Message
 from attest.features import ItemTags, tag_messages
 from evals.corpus.cases import TaggingCase
@@ -21,7 +22,7 @@ from evals.engine import execute, pipeline, provenance
 from evals.engine.chat import SampleChat
 from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy, Task
+from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, Scored, Strategy, Task
 from evals.store.protocols import Runs
 from evals.store.records import Decision
 
@@ -37,7 +38,11 @@ def render(case: TaggingCase) -> list[Message]:
     return tag_messages(case.title, case.summary)
 
 
-def score_one(case: TaggingCase, out: str) -> dict[str, Any]:
+class TaggingScored(Scored):
+    predicted: list[str]  # the answer's tags, sorted
+
+
+def score_one(case: TaggingCase, out: str) -> TaggingScored:
     """F1 of the answer's tags against the gold set; errors name missing and extra tags."""
     parsed, why = parse_or_error(out, ItemTags)
     if parsed is None:
@@ -94,8 +99,8 @@ TASK = Task(
     strategies=strategies,
     interval="bootstrap",  # F1 is graded
     provenance=tag_prompt,
-    dspy_fields=dspy_fields(),
-    to_dspy_example=to_dspy_example,
+    stub_answer=tags_answer,
+    dspy=DspyAdapter(dspy_fields(), to_dspy_example),
     checks=CorpusChecks(("tags",), _tag_count, _rules, tagging_targets),
 )
 

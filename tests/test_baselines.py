@@ -157,7 +157,7 @@ def test_a_task_without_strategies_has_no_trivial_baseline() -> None:
 
 
 def _stub_scores(task: Task[Any], cases: Sequence[Any]) -> dict[str, float]:
-    stub = StubBackend()
+    stub = StubBackend(answer=task.stub_answer)
     return {c.id: task.score_one(c, stub.chat_json(task.render(c), task.schema).text)["score"] for c in cases}
 
 

@@ -2,8 +2,8 @@
 and modules stay small.
 
 evals/ is layered store < corpus < engine < analysis < tasks (evals/*_eval.py, evals/tasks.py) < render
-< cli (evals/cli/ and the command lines: runs, compare, rescore, corpus_check, unlock, run_*_eval, optimize_tagging);
-each module imports only from its own layer or below, and no module imports a command line.
+< cli (evals/cli/ and the command lines: runs, compare, rescore, corpus_check, unlock, run, run_*_eval,
+optimize_tagging); each module imports only from its own layer or below, and no module imports a command line.
 
 The import graph is read from the source with `ast`, not by importing it. Every import
 statement counts wherever it sits: at module level, inside a function (a deferred
@@ -250,7 +250,7 @@ def test_the_walker_passes_an_acyclic_package(tmp_path: Path) -> None:
 # --- evals/: layers that import downward ---------------------------------------------------
 
 EVALS_LAYERS = ("store", "corpus", "engine", "analysis", "tasks", "render", "cli")
-COMMAND_LINES = {"runs", "compare", "rescore", "corpus_check", "optimize_tagging", "unlock"}  # plus run_*_eval
+COMMAND_LINES = {"runs", "compare", "rescore", "corpus_check", "optimize_tagging", "unlock", "run"}  # plus run_*_eval
 # Over 300 lines, each with its reason; everything else under evals/ stays within the bar.
 EVALS_LONG = {
     "evals/store/records.py": "split pending (the records engineer's round)",

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from attest.backends.stub import StubBackend
+from attest.backends.stub import StubBackend, tags_answer
 from attest.backends.types import Backend, Message
 from attest.cli import main as attest_main
 from attest.features import TAGS, TagDemo, TagPrompt, item_block, load_tag_prompt, tag_messages
@@ -424,7 +424,7 @@ def test_the_adapter_sends_the_shipped_prompt_and_nothing_of_dspys(optimiser: Mo
 
 def test_the_budget_refuses_model_calls_beyond_it(optimiser: ModuleType, tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache")
-    budgeted = optimiser.BudgetedChat(CachedChat.from_backend(StubBackend(), cache), 2)
+    budgeted = optimiser.BudgetedChat(CachedChat.from_backend(StubBackend(answer=tags_answer), cache), 2)
     schema = tagging_eval.TASK.schema
     requests = [tag_messages(f"Item {i}", "A catalysis paper.") for i in range(3)]
     try:

@@ -26,7 +26,7 @@ from evals.corpus.read import split_sha256
 from evals.engine.chat import CachedChat, unsampled
 from evals.engine.pipeline import GenerateStats, Planned, generate, plan, score_planned
 from evals.store.local.cache import Identity, ResponseCache, canonical_json
-from tests.fakes import RecordingChat
+from tests.fakes import RecordingChat, seed_stub
 
 MODULES: dict[str, ModuleType] = {"tagging": tagging_eval, "reaction": reaction_eval, "explanation": explanation_eval}
 MUTATED = "MUTATED SYSTEM PROMPT: answer in JSON, and nothing else."
@@ -34,7 +34,7 @@ TEXT = Callable[[Sequence[Message], Mapping[str, Any]], str]
 
 
 def _stub_text(messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
-    return StubBackend().chat_json(messages, schema).text
+    return seed_stub().chat_json(messages, schema).text
 
 
 class FakeBackend:

@@ -322,8 +322,8 @@ def test_answers_identical_to_the_stubs_are_named(tmp_path: Path, capsys: pytest
     from attest.backends.stub import StubBackend
 
     corpus = _corpus(tmp_path, "tagging", _raw("tagging")[:8])
-    stub = StubBackend()
     task = TASKS["tagging"]
+    stub = StubBackend(answer=task.stub_answer)
     backend = _fake(task, corpus, lambda case, asked: stub.chat_json(task.render(case), task.schema).text)
     out, _ = _run("tagging", tmp_path, capsys, "--corpus", str(corpus), backend=backend)
     assert "  WARNING         8 of 8 answers (100%) are identical to the stub backend's (keyword overlap)" in out

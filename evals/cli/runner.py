@@ -50,9 +50,9 @@ def _unit_float(text: str) -> float:
     return value
 
 
-def _parser(task: Task[Any]) -> argparse.ArgumentParser:
+def _parser(task: Task[Any], prog: str | None) -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
-        prog=f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
+        prog=prog or f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
     )
     parser.add_argument("--split", choices=("train", "dev", "all"), default="dev", help="which cases (default dev)")
     parser.add_argument(
@@ -90,8 +90,15 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     return parser
 
 
-def main(task: Task[Any], argv: Sequence[str] | None = None, *, backend_factory: BackendFactory = make_backend) -> int:
-    parser = _parser(task)
+def main(
+    task: Task[Any],
+    argv: Sequence[str] | None = None,
+    *,
+    backend_factory: BackendFactory = make_backend,
+    prog: str | None = None,
+) -> int:
+    """Generate (cached) and score `task` as its options say; `prog` names the command in usage lines."""
+    parser = _parser(task, prog)
     args = parser.parse_args(argv)
     if args.offline and args.backend not in (None, "stub"):
         parser.error(f"--offline runs the stub backend; it contradicts --backend {args.backend}")
@@ -136,7 +143,7 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
-        backend = backend_factory(settings_from(args))
+        backend = backend_factory(dataclasses.replace(settings_from(args), stub_answer=task.stub_answer))
         try:
             only = tuple(dict.fromkeys(args.case))
             spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)

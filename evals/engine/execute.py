@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evals.corpus.cases import AnyCase
+from evals.corpus.cases import Case
 from evals.engine import provenance
 from evals.engine.chat import CachedChat, MemoryCache, SampleChat
 from evals.engine.pipeline import (
@@ -45,7 +45,7 @@ from evals.store.records import (
 
 __all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 
-C = TypeVar("C", bound=AnyCase)
+C = TypeVar("C", bound=Case)
 IN_PROCESS = Identity("in-process", "", "", {})
 
 
@@ -54,8 +54,8 @@ class RunSpec:
     """What to run: a task's cases (one split) out of a corpus file, `repeat` samples each."""
 
     task: Task[Any]
-    cases: Sequence[AnyCase]
-    corpus: Sequence[AnyCase]
+    cases: Sequence[Case]
+    corpus: Sequence[Case]
     corpus_path: Path
     split: str
     repeat: int = 1

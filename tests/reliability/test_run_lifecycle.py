@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _stub(messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
-    return StubBackend().chat_json(messages, schema)
+    return StubBackend(answer=reaction_eval.TASK.stub_answer).chat_json(messages, schema)
 
 
 class _OrderedStore(DirStore):
@@ -91,7 +91,7 @@ from attest.backends.stub import StubBackend
 def answer(messages, schema):
     print("answering", flush=True)
     time.sleep(60)
-    return StubBackend().chat_json(messages, schema)
+    return StubBackend(answer=reaction_eval.TASK.stub_answer).chat_json(messages, schema)
 
 cases = reaction_eval.load_cases(split="dev")[:3]
 spec = RunSpec(reaction_eval.TASK, cases, cases, reaction_eval.TASK.corpus, "dev")
