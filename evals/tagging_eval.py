@@ -124,4 +124,6 @@ def gate(store: Runs, base: Run, cand: Run, *, margin: float = 0.0) -> Decision:
     candidate run as `decision` and returned: ship only when the whole interval clears `margin`."""
     from evals.analysis.pairing import decide  # statistics (scipy) only when a decision is taken
 
-    return decide(store, base, cand, margin=margin)[1]
+    decision = decide(base, cand, margin=margin)[1]
+    store.save(cand.run_id, "decision", decision)
+    return decision

@@ -313,6 +313,37 @@ def test_every_evals_module_is_in_a_layer() -> None:
     assert [m for m in modules if m != "evals" and layer_of(m) is None] == []
 
 
+def test_evals_has_no_import_cycle() -> None:
+    graph = import_graph(REPO, "evals")
+    assert "evals.engine.pipeline" in graph, "the walker found no engine package"
+    assert _format(find_cycles(graph)) == []
+
+
+def store_writes(root: Path, layer: str = "analysis") -> list[str]:
+    """Each call in `layer` that writes a run record or a file: `.save(...)`, `write_atomic(...)`."""
+    found = []
+    for path in sorted((root / "evals" / layer).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in ("save", "write_atomic"):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: {name}")
+    return found
+
+
+def test_analysis_writes_to_no_store() -> None:
+    """Analysis computes; the command line (or the task's gate) saves what it computed."""
+    assert store_writes(REPO) == []
+
+
+def test_the_write_check_finds_a_planted_save(tmp_path: Path) -> None:
+    root = _evals_copy(tmp_path)
+    path = root / "evals" / "analysis" / "pairing.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\ndef later(store, d):\n    store.save('r', 'decision', d)\n")
+    assert store_writes(root) == [f"evals/analysis/pairing.py:{len(path.read_text().splitlines())}: save"]
+
+
 def test_src_attest_never_imports_evals() -> None:
     modules = module_names(SRC, "attest")
     found = []

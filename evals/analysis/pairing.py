@@ -159,8 +159,9 @@ def _provenance(m: Manifest) -> dict[str, object]:
     }
 
 
-def decide(store: Runs, base: Run, cand: Run, *, margin: float) -> tuple[Comparison, Decision]:
-    """A gate: the paired verdict of `cand` against `base`, recorded beside the candidate run as `decision`.
+def decide(base: Run, cand: Run, *, margin: float) -> tuple[Comparison, Decision]:
+    """A gate: the paired verdict of `cand` against `base`, as the `decision` record to keep beside the
+    candidate run (its caller saves it: analysis writes to no store).
 
     The same rule as `compare`: a confounded pair, or a prompt change on the stub, is inconclusive.
     """
@@ -177,7 +178,6 @@ def decide(store: Runs, base: Run, cand: Run, *, margin: float) -> tuple[Compari
         n=x.n,
         decided_at=time.time(),
     )
-    store.save(cand.run_id, "decision", decision)
     return x, decision
 
 

@@ -24,6 +24,7 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
+from evals.analysis.annotate import annotate, degenerate_warnings
 from evals.engine.chat import CachedChat
 from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import load_cases
@@ -31,7 +32,7 @@ from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
 from evals.engine.task import Task
 from evals.render.page_run import Texts, answer_texts
-from evals.render.report import annotate, degenerate_warnings, print_report, write_run_page
+from evals.render.report import print_report, write_run_page
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.protocols import Runs
