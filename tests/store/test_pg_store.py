@@ -61,7 +61,9 @@ def test_run_records_round_trip_and_say_who(pg_url: str, tmp_path: Path) -> None
         assert store.runs.run_ids() == [run_id]
         assert store.runs.manifest(run_id) == memory.manifest(run_id)
         assert store.runs.report(run_id) == memory.report(run_id)
-        author = store.runs.authors()[run_id]  # type: ignore[attr-defined]
+        authors = store.runs.authors()
+        assert authors is not None
+        author = authors[run_id]
         assert author.host and author.user
     finally:
         store.close()
