@@ -51,7 +51,7 @@ def _unit_float(text: str) -> float:
     return value
 
 
-def _parser(task: Task[Any], prog: str | None) -> argparse.ArgumentParser:
+def _parser(task: Task[Any], prog: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog=prog or f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
     )
