@@ -25,8 +25,10 @@ from evals.engine.chat import CachedChat
 from evals.engine.execute import RunSpec, execute
 from evals.engine.pipeline import load_cases
 from evals.rescore import rescore_run
-from evals.store.local.cache import Identity, ResponseCache
-from evals.store.records import DirStore, Manifest
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
+from evals.store.models import Manifest
+from evals.store.records import DirStore
 
 TOTAL = 10_000
 TARGET = 10_000.0  # samples per second

@@ -46,9 +46,10 @@ from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunSco
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
 from evals.render.comparison_text import to_text
+from evals.store.models import Manifest
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
-from evals.store.records import Manifest, RunError
+from evals.store.records import RunError
 from evals.store.refs import parse_filter, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 

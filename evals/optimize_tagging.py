@@ -54,7 +54,6 @@ from evals.cli.tagging_search import (
     BASELINE,
     SCHEMA,
     BudgetedChat,
-    BudgetExceeded,
     Search,
     SearchStopped,
     metric,
@@ -70,7 +69,7 @@ from evals.store.open import Opened, open_store
 from evals.store.settings import resolve_cache_dir, resolve_store_url
 from evals.tagging_eval import TASK, dspy_fields, gate, load_cases, to_dspy_example
 
-__all__ = ["AttestLM", "BudgetExceeded", "BudgetedChat", "TagPromptAdapter", "main", "search", "tag_signature"]
+__all__ = ["AttestLM", "TagPromptAdapter", "main", "search", "tag_signature"]
 
 
 # --- the DSPy side: attest's renderer, parser and cache behind DSPy's LM and adapter ---------

@@ -29,15 +29,17 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
+from evals.corpus import paths
 from evals.corpus.cases import Case
 from evals.engine import provenance
 from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
 from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
 from evals.engine.task import Task
+from evals.store.models import Decision, Manifest, Report
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs, WritesRefused
-from evals.store.records import Decision, Manifest, Report, RunError
+from evals.store.records import RunError
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
@@ -87,7 +89,7 @@ def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) 
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
-    path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
+    path = corpus or paths.resolve_corpus(manifest.provenance.corpus)
     loaded = load_cases(task, path)
     cases: dict[str, Case] = {c.id: c for c in loaded}
     gone = sorted({s.case for s in manifest.samples} - set(cases))

@@ -33,9 +33,10 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
+from evals.store.models import Decision, Manifest, Prompts, Report
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
-from evals.store.records import Decision, Manifest, Prompts, Report, RunError
+from evals.store.records import RunError
 from evals.store.refs import RunRow, list_runs, resolve_ref
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync

@@ -23,8 +23,8 @@ from evals.engine.chat import SampleChat
 from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
 from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, Scored, Strategy, Task
+from evals.store.models import Decision
 from evals.store.protocols import Runs
-from evals.store.records import Decision
 
 if TYPE_CHECKING:
     from evals.analysis.pairing import Run

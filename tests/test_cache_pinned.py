@@ -16,7 +16,8 @@ from pathlib import Path
 
 import diskcache
 
-from evals.store.local.cache import Entry, ResponseCache
+from evals.store.keys import Entry
+from evals.store.local.cache import ResponseCache
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = Entry("answer", 0.1, 1, None, "m", "d", 1.0)

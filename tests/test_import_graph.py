@@ -344,6 +344,39 @@ def test_the_write_check_finds_a_planted_save(tmp_path: Path) -> None:
     assert store_writes(root) == [f"evals/analysis/pairing.py:{len(path.read_text().splitlines())}: save"]
 
 
+# The design note's letter: each eval module exposes `gate`, defined once in tagging_eval.py and imported.
+REEXPORTS_ALLOWED = {"gate"}
+
+
+def reexports(root: Path) -> list[str]:
+    """Names an evals module lists in `__all__` but imports from another module (a facade)."""
+    found = []
+    for path in sorted((root / "evals").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exported: list[str] = []
+        imported: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                exported = [e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)]
+            elif isinstance(node, ast.ImportFrom):
+                imported |= {a.asname or a.name for a in node.names}
+        found += [f"{path.relative_to(root)}: {n}" for n in exported if n in imported and n not in REEXPORTS_ALLOWED]
+    return found
+
+
+def test_no_evals_module_reexports_another_modules_names() -> None:
+    """Import a name from its home module; `__all__` lists what a module defines."""
+    assert reexports(REPO) == []
+
+
+def test_the_reexport_check_finds_a_planted_facade(tmp_path: Path) -> None:
+    root = _evals_copy(tmp_path)
+    path = root / "evals" / "engine" / "pipeline.py"
+    text = path.read_text(encoding="utf-8").replace("__all__ = [", '__all__ = [\n    "CachedChat",', 1)
+    path.write_text(text, encoding="utf-8")
+    assert reexports(root) == ["evals/engine/pipeline.py: CachedChat"]
+
+
 def test_src_attest_never_imports_evals() -> None:
     modules = module_names(SRC, "attest")
     found = []

@@ -71,7 +71,7 @@ def test_outside_a_checkout_paths_are_relative_to_the_working_directory(
     monkeypatch.setattr(paths, "CHECKOUT", None)  # what an installed copy finds
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.json").write_text("[]", encoding="utf-8")
-    assert provenance.corpus_ref(tmp_path / "mine.json") == "mine.json"
-    assert provenance.resolve_corpus("mine.json") == tmp_path / "mine.json"
-    assert provenance.corpus_ref(REPO / "evals" / "tagging_cases.json") == str(REPO / "evals" / "tagging_cases.json")
+    assert paths.corpus_ref(tmp_path / "mine.json") == "mine.json"
+    assert paths.resolve_corpus("mine.json") == tmp_path / "mine.json"
+    assert paths.corpus_ref(REPO / "evals" / "tagging_cases.json") == str(REPO / "evals" / "tagging_cases.json")
     assert provenance.git_state() == (None, None)

@@ -22,8 +22,8 @@ from attest.files import read_text_bounded
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
 from evals.analysis.paired import verdict_decimals
 from evals.corpus.paths import resolve_corpus
+from evals.store.models import Decision, Manifest, Prompts, Report
 from evals.store.protocols import Runs
-from evals.store.records import Decision, Manifest, Prompts, Report
 
 _MAX_CORPUS_BYTES = 5 << 20  # evals.corpus.read's cap (not imported: the corpus layer costs start-up here)
 

@@ -27,7 +27,7 @@ from evals.engine.execute import RunOutcome, RunSpec, execute, with_render
 from evals.engine.execute import evaluate as execute_evaluate
 from evals.engine.pipeline import EvalResult
 from evals.engine.progress import stderr_progress
-from evals.store.local.cache import request_key
+from evals.store.keys import request_key
 from evals.store.protocols import Runs
 from evals.tagging_eval import TASK, load_cases, score_one
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from evals.corpus import paths
 from evals.corpus.cases import Case
 from evals.engine import provenance
 from evals.engine.chat import CachedChat, MemoryCache, SampleChat
@@ -31,19 +32,11 @@ from evals.engine.pipeline import (
 )
 from evals.engine.task import Task
 from evals.store.keys import Identity
+from evals.store.models import Manifest, Prompts, Provenance, Report, RunProgress, SampleRef
 from evals.store.protocols import Runs
-from evals.store.records import (
-    Manifest,
-    MemoryStore,
-    Prompts,
-    Provenance,
-    Report,
-    RunProgress,
-    SampleRef,
-    new_run_id,
-)
+from evals.store.records import MemoryStore, new_run_id
 
-__all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
+__all__ = ["IN_PROCESS", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 
 C = TypeVar("C", bound=Case)
 IN_PROCESS = Identity("in-process", "", "", {})
@@ -157,7 +150,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
             git_commit=commit,
             git_dirty=dirty,
             attest_version=provenance.version(),
-            corpus=provenance.corpus_ref(spec.corpus_path),
+            corpus=paths.corpus_ref(spec.corpus_path),
             corpus_sha256=corpus_digests(spec.corpus),
         ),
         samples=[SampleRef(case=p.case.id, sample=p.sample, key=p.key) for p in planned],

@@ -17,8 +17,8 @@ from typing import Any
 
 from evals.analysis.degenerate import parse_answer
 from evals.render import plots
+from evals.store.models import Manifest, Report, SampleRef
 from evals.store.protocols import Answers
-from evals.store.records import Manifest, Report, SampleRef
 
 __all__ = ["CaseRow", "RunPage", "Texts", "answer_texts", "run_page_data", "split_case"]
 

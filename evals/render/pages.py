@@ -11,12 +11,12 @@ from typing import Any
 
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
-from evals.engine import provenance
+from evals.corpus import paths
 from evals.render import html
 from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import answer_texts, run_page_data
+from evals.store.models import Manifest, Prompts, Report
 from evals.store.protocols import Answers, Runs
-from evals.store.records import Manifest, Prompts, Report
 
 __all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
 
@@ -26,7 +26,7 @@ StubTexts = Callable[[Manifest], Mapping[str, str] | None]
 def corpus_cases(manifest: Manifest) -> dict[str, dict[str, Any]]:
     """case id -> the raw case from the corpus file the run recorded ({} when it cannot be read)."""
     try:
-        data = json.loads(provenance.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
+        data = json.loads(paths.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     wanted = set(manifest.case_sha256) or {s.case for s in manifest.samples}

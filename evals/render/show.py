@@ -7,8 +7,9 @@ import time
 from typing import Any
 
 from attest.text import printable, printable_json
+from evals.store.models import Manifest, Prompts
 from evals.store.protocols import Answers, Runs
-from evals.store.records import Manifest, Prompts, RunError
+from evals.store.records import RunError
 
 __all__ = ["show_run"]
 

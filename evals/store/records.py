@@ -30,36 +30,20 @@ from attest.errors import AttestError
 from attest.files import FileReadError, MiB, open_regular, read_bounded
 from evals.store.models import (
     RUN_ID,
-    SCHEMA_VERSION,
     Decision,
     Manifest,
-    Prompts,
-    Provenance,
     Record,
     RecordError,
     Report,
-    ReportHead,
     RunAuthor,
-    RunProgress,
-    SampleRef,
     decode,
 )
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "Decision",
     "DirStore",
-    "Manifest",
     "MemoryStore",
-    "Prompts",
-    "Provenance",
-    "Record",
-    "Report",
-    "ReportHead",
     "RunError",
-    "RunProgress",
     "RunStore",
-    "SampleRef",
     "new_run_id",
     "write_atomic",
 ]

@@ -15,8 +15,9 @@ from typing import Any
 
 from evals.store.local import run_index
 from evals.store.local.run_index import Summary
+from evals.store.models import RunProgress
 from evals.store.protocols import Runs
-from evals.store.records import RunError, RunProgress
+from evals.store.records import RunError
 
 __all__ = ["FILTER_KEYS", "Resolved", "RunRow", "list_runs", "parse_filter", "resolve", "resolve_ref"]
 

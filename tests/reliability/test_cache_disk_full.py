@@ -20,7 +20,9 @@ from attest.errors import run_reporting_errors
 from evals.engine.chat import CachedChat
 from evals.engine.pipeline import Planned, generate, plan
 from evals.reaction_eval import TASK, load_cases
-from evals.store.local.cache import Identity, JSONDisk, ResponseCache
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
+from evals.store.local.cache_db import JSONDisk
 from tests.fakes import RecordingChat
 from tests.reliability.fakeserver import reaction_answer
 

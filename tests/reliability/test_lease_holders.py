@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.store.local.cache import CacheError, LeaseTimeout, ResponseCache
+from evals.store.local.cache import LeaseTimeout, ResponseCache
+from evals.store.local.cache_db import CacheError
 from tests.reliability.fakeserver import ROOT
 
 KEY = "ab" * 32
@@ -45,7 +46,8 @@ with cache.lease(sys.argv[2]) as mine:
 _GENERATE = """
 import hashlib, json, os, sys, time
 from pathlib import Path
-from evals.store.local.cache import Identity, ResponseCache
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
 from evals.engine.chat import CachedChat
 from evals.engine.pipeline import generate, plan
 from evals.reaction_eval import TASK, load_cases

@@ -24,7 +24,8 @@ from evals import reaction_eval
 from evals.engine.chat import CachedChat, MemoryCache, unsampled
 from evals.engine.execute import IN_PROCESS, RunSpec, execute
 from evals.store import refs
-from evals.store.records import DirStore, Manifest
+from evals.store.models import Manifest
+from evals.store.records import DirStore
 from tests.test_runs_cli import cli
 
 pytestmark = pytest.mark.timeout(120)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.store.keys import SEEDING, Entry, Identity, entry_from_json, request_key, request_seed, samples_randomly
+from evals.store.keys import Entry, entry_from_json
 from evals.store.local import holders
 from evals.store.local.cache_db import (
     DB_ERRORS,
@@ -28,29 +28,16 @@ from evals.store.local.cache_db import (
     CacheError,
     JSONDisk,
     SafeCache,
-    canonical_json,
     delete_leases,
     drop_file_rows,
     failure,
     select_rows,
 )
-from evals.store.settings import DEFAULT_LEASE_WAIT_S, resolve_cache_dir, resolve_lease_wait
+from evals.store.settings import DEFAULT_LEASE_WAIT_S
 
 __all__ = [
-    "DEFAULT_LEASE_WAIT_S",
-    "SEEDING",
-    "CacheError",
-    "Entry",
-    "Identity",
-    "JSONDisk",
     "LeaseTimeout",
     "ResponseCache",
-    "canonical_json",
-    "request_key",
-    "request_seed",
-    "resolve_cache_dir",
-    "resolve_lease_wait",
-    "samples_randomly",
 ]
 
 _LOCK_PREFIX = "lock:"
