@@ -48,7 +48,7 @@ def test_runs_list_and_an_offline_eval_work_outside_a_checkout(tmp_path: Path) -
     git = ["git", "-C", str(outside), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
     subprocess.run([*git, "init", "-q"], check=True, timeout=30)  # someone else's repository, with a commit
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True, timeout=30)
-    probe = "import evals, evals.engine.provenance as p; print(evals.__file__, p.CHECKOUT)"
+    probe = "import evals, evals.corpus.paths as p; print(evals.__file__, p.CHECKOUT)"
     where = _python(site, outside, "-c", probe)
     assert where.stdout.split() == [str(site / "evals" / "__init__.py"), "None"], where.stderr
     cache = tmp_path / "x"
