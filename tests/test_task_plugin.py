@@ -23,7 +23,7 @@ import pytest
 
 from attest.backends.stub import StubBackend, reaction_answer
 from attest.errors import AttestError
-from evals import tagging_eval, tasks
+from evals import run, tagging_eval, tasks
 from tests.test_import_graph import _evals_copy, import_graph
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,6 +84,28 @@ def test_every_built_in_task_brings_its_stub_answerer() -> None:
         case = task.case_model.model_validate(json.loads(task.corpus.read_text(encoding="utf-8"))[0])
         text = StubBackend(answer=task.stub_answer).chat_json(task.render(case), task.schema).text
         assert task.output_model.model_validate_json(text), task.name
+
+
+# --- python -m evals.run TASK ------------------------------------------------------------------------
+
+
+def test_the_generic_runner_runs_a_named_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["reaction", "--offline", "--limit", "3", "--cache-dir", str(tmp_path), "--json"]
+    assert run.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["task"] == "reaction" and report["n"] == 3
+    assert [p.name.split("-")[1] for p in (tmp_path / "runs").iterdir()] == ["reaction"]
+
+
+def test_the_generic_runner_names_the_known_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run.main(["nope", "--offline"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown task 'nope': the known tasks are tagging, reaction, explanation" in err and "\n" not in err
+    assert run.main(["--help"]) == 0
+    assert "the known tasks are tagging, reaction, explanation" in capsys.readouterr().out
+    assert run.main([]) == 2
 
 
 # --- discovery through entry points ------------------------------------------------------------------

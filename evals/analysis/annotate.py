@@ -30,21 +30,30 @@ from evals.engine.execute import RunOutcome
 from evals.store.protocols import Runs
 from evals.store.records import RunError
 
-__all__ = ["BLOCK_VERSION", "annotate", "degenerate_warnings", "inputs_sha256"]
+__all__ = ["BLOCK_VERSION", "StubAnswers", "annotate", "degenerate_warnings", "inputs_sha256", "stub_answers"]
 
 BLOCK_VERSION = 1  # the uncertainty block's computation: raise it when what the block computes changes
 REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
 
 
-def annotate(outcome: RunOutcome, store: Runs | None = None) -> RunOutcome:
+StubAnswers = Mapping[str, str] | None  # case id -> the stub's answer text (None: the task has no stub)
+
+
+def stub_answers(outcome: RunOutcome) -> StubAnswers:
+    """The stub's answers on the run's cases (a stub run in memory: a quarter second for 144 cases, so a
+    command computes them once for both `annotate` and `degenerate_warnings`)."""
+    return stub_texts(outcome.spec.task, outcome.spec.cases) if outcome.spec is not None else None
+
+
+def annotate(outcome: RunOutcome, store: Runs | None = None, *, stub: StubAnswers = None) -> RunOutcome:
     """The outcome with its report's uncertainty block filled in; unchanged if it does not know its cases.
 
     With a `store`, a block computed from the same inputs by one of the task's latest
-    runs is reused instead of computed again.
+    runs is reused instead of computed again; `stub` is `stub_answers(outcome)` if already computed.
     """
     if outcome.spec is None:
         return outcome
-    key = inputs_sha256(outcome)
+    key = inputs_sha256(outcome, stub=stub)
     block = _reusable(store, outcome, key) if store is not None else None
     if block is None:
         block = {**_compute(outcome), "inputs_sha256": key}
@@ -60,11 +69,12 @@ def _compute(outcome: RunOutcome) -> dict[str, Any]:
     return uncertainty.block(spec.task, spec.cases, outcome.result.results, found, spec.repeat)
 
 
-def inputs_sha256(outcome: RunOutcome) -> str:
+def inputs_sha256(outcome: RunOutcome, *, stub: StubAnswers = None) -> str:
     """sha256 of every input the uncertainty block is computed from, by value (see the module docstring)."""
     spec = outcome.spec
     if spec is None:
         raise ValueError("an outcome without its RunSpec has no uncertainty inputs")
+    stub = stub if stub is not None else stub_answers(outcome)
     task, cases = spec.task, spec.cases
     inputs = {
         "block": BLOCK_VERSION,
@@ -76,7 +86,7 @@ def inputs_sha256(outcome: RunOutcome) -> str:
         "scorer": outcome.manifest.provenance.scorer_fingerprint,
         "cases": [c.model_dump(mode="json", exclude={"note"}) for c in cases],
         "results": [[r.id, r.sample, r.score, r.details.get("verdict")] for r in outcome.result.results],
-        "stub": stub_texts(task, cases),
+        "stub": stub,
         "strategies": [[s.describe, [s.answer(c) for c in cases]] for s in task.strategies(cases)] if cases else [],
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -95,9 +105,12 @@ def _reusable(store: Runs, outcome: RunOutcome, key: str) -> dict[str, Any] | No
     return None
 
 
-def degenerate_warnings(outcome: RunOutcome, texts: Mapping[tuple[str, int], str | None]) -> list[str]:
+def degenerate_warnings(
+    outcome: RunOutcome, texts: Mapping[tuple[str, int], str | None], *, stub: StubAnswers = None
+) -> list[str]:
     """Degenerate answers in words (evals/analysis/degenerate.py), checked against the stub's answers
     on the same cases unless the run is the stub's own."""
-    spec = outcome.spec
-    stub = stub_texts(spec.task, spec.cases) if spec is not None and outcome.manifest.backend != "stub" else None
+    if outcome.manifest.backend == "stub":
+        return degenerate([(case, text) for (case, _), text in texts.items()], None)
+    stub = stub if stub is not None else stub_answers(outcome)
     return degenerate([(case, text) for (case, _), text in texts.items()], stub)

@@ -24,7 +24,7 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
-from evals.analysis.annotate import annotate, degenerate_warnings
+from evals.analysis.annotate import annotate, degenerate_warnings, stub_answers
 from evals.engine.chat import CachedChat
 from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import load_cases
@@ -184,9 +184,10 @@ def _default_concurrency(backend: Backend) -> int:
 def _show(outcome: RunOutcome, args: argparse.Namespace, store: Runs, warnings: Sequence[str], texts: Texts) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    outcome = annotate(outcome, store)
+    stub = stub_answers(outcome)  # once, for the block's key and the degenerate-answer check
+    outcome = annotate(outcome, store, stub=stub)
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
-    degenerate = degenerate_warnings(outcome, texts)
+    degenerate = degenerate_warnings(outcome, texts, stub=stub)
     page_dir = store.page_dir(outcome.run_id)
     if args.json:
         print(json.dumps(outcome.report.to_dict(), indent=1))
