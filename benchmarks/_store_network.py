@@ -135,8 +135,8 @@ def _listing(proxy: LatencyProxy, database: Database, count: int, root: Path) ->
 
 
 def _seed_runs(direct: str, count: int, root: Path) -> None:
+    from evals.engine.chat import unsampled
     from evals.engine.execute import evaluate
-    from evals.engine.pipeline import unsampled
     from evals.reaction_eval import TASK, load_cases
     from evals.store.records import MemoryStore
 

@@ -29,21 +29,17 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
-from evals.corpus.cases import AnyCase
+from evals.corpus import paths
+from evals.corpus.cases import Case
 from evals.engine import provenance
+from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
-from evals.engine.pipeline import (
-    AnswerCache,
-    EvalResult,
-    MissingSampleError,
-    Task,
-    corpus_digests,
-    load_cases,
-    score_planned,
-)
+from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
+from evals.engine.task import Task
+from evals.store.models import Decision, Manifest, Report
 from evals.store.open import open_store
-from evals.store.protocols import WritesRefused
-from evals.store.records import Decision, Manifest, Report, RunError, RunStore
+from evals.store.protocols import Answers, Runs, WritesRefused
+from evals.store.records import RunError
 from evals.store.refs import list_runs
 from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 
@@ -59,7 +55,7 @@ class Rescored:
 
 
 def find_runs(
-    store: RunStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
+    store: Runs, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
 ) -> list[Manifest]:
     """The runs to re-score: one named run, all complete runs, or the latest complete run per task (from
     `runs list`'s rows: one statement on a shared store). An unreadable run is left out, said in `skipped`."""
@@ -78,7 +74,7 @@ def find_runs(
     return _manifests(store, said, list(latest.values()))
 
 
-def _manifests(store: RunStore, skipped: list[str], run_ids: list[str]) -> list[Manifest]:
+def _manifests(store: Runs, skipped: list[str], run_ids: list[str]) -> list[Manifest]:
     found = []
     for run_id in run_ids:
         try:
@@ -93,16 +89,16 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
 
 
 def rescore_run(
-    manifest: Manifest, cache: AnswerCache, corpus: Path | None = None, *, paths_local: bool = True
+    manifest: Manifest, cache: Answers, corpus: Path | None = None, *, paths_local: bool = True
 ) -> Rescored:
     """Score a run's cached samples with today's scorer and labels; a shared store's run (`paths_local=False`)
     against the task's corpus in this checkout, never a path recorded on another machine (hashes compared)."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
-    path = corpus or (provenance.resolve_corpus(manifest.provenance.corpus) if paths_local else task.corpus)
+    path = corpus or (paths.resolve_corpus(manifest.provenance.corpus) if paths_local else task.corpus)
     loaded = load_cases(task, path)
-    cases: dict[str, AnyCase] = {c.id: c for c in loaded}
+    cases: dict[str, Case] = {c.id: c for c in loaded}
     gone = sorted({s.case for s in manifest.samples} - set(cases))
     if gone:
         raise RunError(
@@ -116,7 +112,7 @@ def rescore_run(
     return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
 
 
-def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
+def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: Path) -> list[str]:
     changes = []
     recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
     splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split
@@ -174,7 +170,7 @@ def _rescore(args: argparse.Namespace) -> int:
         opened.close()
 
 
-def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache, args: argparse.Namespace) -> int:
+def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: argparse.Namespace) -> int:
     start = time.perf_counter()
     rows = []
     rescored: dict[str, Rescored] = {}
@@ -216,7 +212,7 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
 
 
 def recheck_decisions(
-    store: RunStore, cache: AnswerCache, rescored: dict[str, Rescored], corpus: Path | None = None
+    store: Runs, cache: Answers, rescored: dict[str, Rescored], corpus: Path | None = None
 ) -> list[dict[str, Any]]:
     """Every decision recorded beside a re-scored run, recomputed from the cache alone.
 

@@ -16,39 +16,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evals.corpus.cases import AnyCase
+from evals.corpus import paths
+from evals.corpus.cases import Case
 from evals.engine import provenance
+from evals.engine.chat import CachedChat, MemoryCache, SampleChat
 from evals.engine.pipeline import (
-    CachedChat,
     CaseResult,
     EvalResult,
     GenerateStats,
-    MemoryCache,
     Planned,
     Progress,
-    SampleChat,
-    Task,
     corpus_digests,
     generate,
     plan,
     score_planned,
 )
-from evals.store.keys import Identity, canonical_json
+from evals.engine.task import Task
+from evals.store.keys import Identity
+from evals.store.local.cache_db import canonical_json
+from evals.store.models import Manifest, Prompts, Provenance, Report, RunProgress, SampleRef
 from evals.store.protocols import Runs
-from evals.store.records import (
-    Manifest,
-    MemoryStore,
-    Prompts,
-    Provenance,
-    Report,
-    RunProgress,
-    SampleRef,
-    new_run_id,
-)
+from evals.store.records import MemoryStore, new_run_id
 
-__all__ = ["IN_PROCESS", "HelpedRun", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
+__all__ = ["IN_PROCESS", "HelpedRun", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 
-C = TypeVar("C", bound=AnyCase)
+C = TypeVar("C", bound=Case)
 IN_PROCESS = Identity("in-process", "", "", {})
 
 
@@ -57,8 +49,8 @@ class RunSpec:
     """What to run: a task's cases (one split) out of a corpus file, `repeat` samples each."""
 
     task: Task[Any]
-    cases: Sequence[AnyCase]
-    corpus: Sequence[AnyCase]
+    cases: Sequence[Case]
+    corpus: Sequence[Case]
     corpus_path: Path
     split: str
     repeat: int = 1
@@ -191,7 +183,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
             git_commit=commit,
             git_dirty=dirty,
             attest_version=provenance.version(),
-            corpus=provenance.corpus_ref(spec.corpus_path),
+            corpus=paths.corpus_ref(spec.corpus_path),
             corpus_sha256=corpus_digests(spec.corpus),
         ),
         samples=[SampleRef(case=p.case.id, sample=p.sample, key=p.key) for p in planned],

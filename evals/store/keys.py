@@ -26,7 +26,6 @@ __all__ = [
     "SEEDING",
     "Entry",
     "Identity",
-    "canonical_json",
     "entry_from_json",
     "entry_from_text",
     "request_key",

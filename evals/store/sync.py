@@ -17,8 +17,8 @@ from typing import Protocol
 from evals.store.keys import Entry
 from evals.store.models import Record
 from evals.store.open import Opened
-from evals.store.protocols import batches
-from evals.store.records import RunError, RunStore
+from evals.store.protocols import Runs, batches
+from evals.store.records import RunError
 
 __all__ = ["Copied", "copy_answers", "copy_runs", "sync"]
 
@@ -68,9 +68,7 @@ def copy_answers(source: _Source, target: _Target, progress: Progress | None = N
     return done
 
 
-def copy_runs(
-    source: RunStore, target: RunStore, models: Mapping[str, type[Record]], *, overwrite: bool = True
-) -> Copied:
+def copy_runs(source: Runs, target: Runs, models: Mapping[str, type[Record]], *, overwrite: bool = True) -> Copied:
     """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or
     differs in. With `overwrite=False` (pull) a run the target holds with any differing record is left as
     it is and named in `conflicts`: a copy never writes over a local run."""
@@ -86,9 +84,7 @@ def copy_runs(
     return done
 
 
-def _copy_run(
-    target: RunStore, run_id: str, records: list[tuple[str, Record]], done: Copied, *, overwrite: bool
-) -> None:
+def _copy_run(target: Runs, run_id: str, records: list[tuple[str, Record]], done: Copied, *, overwrite: bool) -> None:
     """One run's records into `target`: those it lacks or holds otherwise (never over a differing run unless
     `overwrite`)."""
     todo = [(n, r) for n, r in records if not (target.exists(run_id, n) and _same(target, run_id, n, r))]
@@ -105,7 +101,7 @@ def _copy_run(
             done.copied += 1
 
 
-def _same(target: RunStore, run_id: str, name: str, record: Record) -> bool:
+def _same(target: Runs, run_id: str, name: str, record: Record) -> bool:
     try:
         return target.load(run_id, name, type(record)) == record
     except RunError:

@@ -46,8 +46,8 @@ def test_answers_round_trip_as_json_with_provenance(pg: Pg, pg_url: str, tmp_pat
 
 
 def test_run_records_round_trip_and_say_who(pg_url: str, tmp_path: Path) -> None:
+    from evals.engine.chat import unsampled
     from evals.engine.execute import evaluate
-    from evals.engine.pipeline import unsampled
     from evals.reaction_eval import TASK, load_cases
     from tests.fakes import RecordingChat
 
@@ -62,7 +62,9 @@ def test_run_records_round_trip_and_say_who(pg_url: str, tmp_path: Path) -> None
         assert store.runs.run_ids() == [run_id]
         assert store.runs.manifest(run_id) == memory.manifest(run_id)
         assert store.runs.report(run_id) == memory.report(run_id)
-        author = store.runs.authors()[run_id]  # type: ignore[attr-defined]
+        authors = store.runs.authors()
+        assert authors is not None
+        author = authors[run_id]
         assert author.host and author.user
     finally:
         store.close()
@@ -271,11 +273,11 @@ def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from evals.engine.execute import evaluate
-    from evals.engine.pipeline import unsampled
+    from evals.engine.chat import unsampled
     from evals.reaction_eval import TASK, load_cases
     from evals.store.postgres import connection
     from evals.store.postgres import runs as pg_runs
-    from evals.store.records import RunProgress
+    from evals.store.models import RunProgress
     from evals.store.refs import list_runs
     from tests.fakes import RecordingChat
 
@@ -322,7 +324,7 @@ def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as
 def _five_runs(pg_url: str, tmp_path: Path) -> list[str]:
     """Five complete runs r0..r4 (r4 newest) in the store, with their answers; the sample keys."""
     from evals.engine.execute import evaluate
-    from evals.engine.pipeline import unsampled
+    from evals.engine.chat import unsampled
     from evals.reaction_eval import TASK, load_cases
     from tests.fakes import RecordingChat
 
@@ -365,9 +367,9 @@ def test_prune_and_gc_work_on_a_store_dry_run_first_and_refuse_a_read_only_role(
     finally:
         store.close()
     gc = _cli(["-m", "evals.runs", "--store", url, "gc"])
-    assert gc.returncode == 0 and "would remove 1 answers" in gc.stdout, gc.stdout + gc.stderr
+    assert gc.returncode == 0 and "would remove 1 cache entries" in gc.stdout, gc.stdout + gc.stderr
     assert _cli(["-m", "evals.runs", "--store", reader, "gc", "--yes"]).returncode == 1
-    assert "removed 1 answers" in _cli(["-m", "evals.runs", "--store", url, "gc", "--yes"]).stdout
+    assert "removed 1 cache entries" in _cli(["-m", "evals.runs", "--store", url, "gc", "--yes"]).stdout
     with psycopg.connect(url) as conn:
         left = {r[0] for r in conn.execute("SELECT key FROM attest.answers")}
     assert left == set(keys)  # what the runs reference stays
@@ -381,7 +383,7 @@ def test_prune_leaves_a_run_whose_writer_is_alive(pg_url: str, tmp_path: Path) -
         with store.runs.writing("g1"):
             store.runs.save("g1", "manifest", live)
             out = _cli(["-m", "evals.runs", "--store", pg_url, "prune", "--incomplete", "--yes"])
-            assert out.returncode == 0 and "keep   g1 (a live worker" in out.stdout, out.stdout + out.stderr
+            assert out.returncode == 0 and "keep   g1 (another process is writing it)" in out.stdout, out.stdout + out.stderr
         assert "g1" in store.runs.run_ids()
     finally:
         store.close()

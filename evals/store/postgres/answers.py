@@ -271,6 +271,26 @@ class PgAnswers:
                 self._extra.append(link)
         return link
 
+    def unlock(self) -> int:
+        """Nothing to drop: a claim here ends with the connection that holds it."""
+        return 0
+
+    def collect(self, keep: set[str], *, before: float, dry_run: bool = True) -> tuple[int, int]:
+        """One statement: (count, bytes of) the answers stored before `before` whose key is not in `keep`,
+        deleted unless `dry_run`. Needs DELETE on schema attest: a role without it is refused in one line."""
+        match = "FROM attest.answers a WHERE a.stored_at < to_timestamp(%(before)s) AND a.key <> ALL(%(keep)s::text[])"
+        size = "octet_length(a.value::text)"
+        query = (
+            f"SELECT count(*), COALESCE(sum({size}), 0) {match}"
+            if dry_run
+            else f"WITH gone AS (DELETE {match} RETURNING {size} AS size) "
+            "SELECT count(*), COALESCE(sum(size), 0) FROM gone"
+        )
+        [(count, total)] = self._here().fetch(
+            "collect unreferenced answers", query, {"before": before, "keep": sorted(keep)}
+        )
+        return int(count), int(total)
+
     def close(self) -> None:
         with self._lock:
             extra, self._extra = self._extra, []

@@ -22,11 +22,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from evals.store.local.run_index import Summary
-from evals.store.models import Manifest, Record, RecordError, Report, decode
+from evals.store.models import Manifest, Record, RecordError, Report, RunAuthor, RunProgress, decode
 from evals.store.postgres.connection import Link, StoreError, describe, who
-from evals.store.records import RunError, RunProgress, RunStore, StoredSummary, check_owner, record_cap
+from evals.store.records import RunError, RunStore, StoredSummary, check_owner, record_cap
 
-__all__ = ["PgRuns", "RunAuthor"]
+__all__ = ["PgRuns"]
 
 M = TypeVar("M", bound=Record)
 _LOAD = (
@@ -84,16 +84,16 @@ _LOAD_RUNS = (
     "(SELECT run_id, name, octet_length(body::text) AS size, body::text AS body FROM attest.records "
     "WHERE run_id = ANY(%(ids)s::text[]) AND name = ANY(%(names)s::text[])) AS r"
 )
+_FRESH = "summary->>'status' = 'generating' AND heartbeat >= now() - make_interval(secs => %(stale)s)"
+_BUSY = f"SELECT EXISTS (SELECT 1 FROM attest.runs WHERE run_id = %(run_id)s AND {_FRESH})"
+_REMOVE = (
+    f"WITH live AS (SELECT 1 FROM attest.runs WHERE run_id = %(run_id)s AND {_FRESH}), "
+    "gone AS (DELETE FROM attest.runs WHERE run_id = %(run_id)s AND NOT EXISTS (SELECT 1 FROM live)), "
+    "records AS (DELETE FROM attest.records WHERE run_id = %(run_id)s AND NOT EXISTS (SELECT 1 FROM live)) "
+    "SELECT NOT EXISTS (SELECT 1 FROM live)"
+)
 _BEAT = "UPDATE attest.runs SET heartbeat = now() WHERE run_id = %s"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as DirStore's
-
-
-class RunAuthor(Record, frozen=True, kw_only=True):
-    """Who saved a run's manifest."""
-
-    host: str
-    user: str
-    git_commit: str | None
 
 
 class PgRuns(RunStore):
@@ -109,8 +109,7 @@ class PgRuns(RunStore):
         self._host, self._user = who()
 
     def _check(self, run_id: str) -> None:
-        if not _RUN_ID.fullmatch(run_id):
-            raise RunError(f"{run_id!r} is not a run id (letters, digits, '.', '_', '-'): list them with `runs list`")
+        self.check_id(run_id)
 
     def run_ids(self) -> list[str]:
         rows = self._link.run(
@@ -220,35 +219,17 @@ class PgRuns(RunStore):
             if link is not None:
                 link.close()
 
-    def remove(self, run_ids: list[str]) -> list[str]:
-        """Delete these runs' records and summaries in one statement, except a run still being generated
-        (its heartbeat is fresh); the ids removed. Needs DELETE: another role is refused in one line."""
-        query = (
-            "WITH gone AS (DELETE FROM attest.runs WHERE run_id = ANY(%(ids)s) AND NOT (summary->>'status' = "
-            "'generating' AND heartbeat >= now() - make_interval(secs => %(stale)s)) RETURNING run_id), "
-            "records AS (DELETE FROM attest.records WHERE run_id IN (SELECT run_id FROM gone) "
-            "OR (run_id = ANY(%(ids)s) AND run_id NOT IN (SELECT run_id FROM attest.runs))) "
-            "SELECT run_id FROM gone"
-        )
-        rows = self._link.fetch("remove runs", query, {"ids": run_ids, "stale": STALE_S})
-        return sorted(r[0] for r in rows)
+    def busy(self, run_id: str) -> bool:
+        """Whether a live worker is generating the run (its heartbeat is fresh)."""
+        rows = self._link.fetch("read run " + run_id, _BUSY, {"run_id": run_id, "stale": STALE_S})
+        return bool(rows and rows[0][0])
 
-    def unreferenced(self, before: float, *, delete: bool) -> tuple[int, int]:
-        """Answers stored before `before` (epoch seconds) that no run's manifest references: (count, bytes),
-        deleted when `delete` (one statement either way)."""
-        match = (
-            "FROM attest.answers a WHERE a.stored_at < to_timestamp(%(before)s) AND NOT EXISTS (SELECT 1 FROM "
-            "attest.records r WHERE r.name = 'manifest' AND r.body->'samples' @> "
-            "jsonb_build_array(jsonb_build_object('key', a.key)))"
-        )
-        size = "octet_length(a.value::text)"
-        query = (
-            f"WITH gone AS (DELETE {match} RETURNING {size} AS size) SELECT count(*), COALESCE(sum(size), 0) FROM gone"
-            if delete
-            else f"SELECT count(*), COALESCE(sum({size}), 0) {match}"
-        )
-        [(count, total)] = self._link.fetch("collect unreferenced answers", query, {"before": before})
-        return int(count), int(total)
+    def remove(self, run_id: str) -> bool:
+        """Delete the run's records and summary in one statement, unless a live worker is generating it (then
+        False). Needs DELETE on schema attest: a role without it is refused in one line."""
+        self._check(run_id)
+        rows = self._link.fetch(f"remove run {run_id}", _REMOVE, {"run_id": run_id, "stale": STALE_S})
+        return bool(rows and rows[0][0])
 
     def join_job(self, job: str, run_id: str) -> str:
         """The run of `job` its live workers are generating, joined; else `run_id`, started here."""
