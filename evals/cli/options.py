@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-__all__ = ["margin_type"]
+if TYPE_CHECKING:
+    from attest.backends.settings import Settings
+
+__all__ = ["add_judge_options", "judge_settings", "margin_type"]
 
 
 def margin_type(text: str) -> float:
@@ -17,3 +23,31 @@ def margin_type(text: str) -> float:
     if not (math.isfinite(value) and 0.0 <= value < 1.0):
         raise argparse.ArgumentTypeError(f"{text!r}: the margin is a gain in [0, 1) fixed before looking")
     return value
+
+
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """--judge-backend and --judge-model (env ATTEST_JUDGE_BACKEND, ATTEST_JUDGE_MODEL): the judge stage's model."""
+    from attest.backends.registry import KINDS
+
+    parser.add_argument(
+        "--judge-backend",
+        choices=tuple(KINDS),
+        help="judge every answer with this backend too (env ATTEST_JUDGE_BACKEND; default: no judge); "
+        "the report gains a `judged` line beside the rule score",
+    )
+    parser.add_argument("--judge-model", help="the judge's model name (env ATTEST_JUDGE_MODEL)")
+
+
+def judge_settings(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings | None:
+    """The judge's backend settings from --judge-backend / --judge-model or the environment; None: no judge."""
+    from attest.backends.retry import RetryPolicy
+    from attest.backends.settings import Settings
+
+    env = os.environ if environ is None else environ
+    kind = getattr(args, "judge_backend", None) or env.get("ATTEST_JUDGE_BACKEND", "").strip()
+    if not kind:
+        return None
+    model = getattr(args, "judge_model", None) or env.get("ATTEST_JUDGE_MODEL", "")
+    retry = RetryPolicy(attempts=args.retries, timeout_s=args.timeout) if hasattr(args, "retries") else None
+    # ATTEST_MODEL names the answering model, never the judge: the judge's model is its own or its backend's default
+    return Settings.resolve(backend=kind, model=model, env={**env, "ATTEST_MODEL": ""}, retry=retry)

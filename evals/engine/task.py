@@ -18,8 +18,9 @@ from pydantic import BaseModel
 from attest.answers import schema_of
 from attest.backends.types import Message
 from evals.corpus.cases import AnyCase
+from evals.corpus.judgements import JudgementEntry
 
-__all__ = ["CheckContext", "CorpusChecks", "IntervalMethod", "Strategy", "Task"]
+__all__ = ["CheckContext", "CorpusChecks", "IntervalMethod", "JudgeSpec", "Strategy", "Task"]
 
 C = TypeVar("C", bound=AnyCase)
 # How a task's mean score gets its 95% interval, fixed per task (never chosen from one run's values):
@@ -69,6 +70,28 @@ class CorpusChecks(Generic[C]):
     targets: Callable[[Path, Sequence[C]], Iterable[str]] = _no_targets
 
 
+@dataclass(frozen=True)
+class JudgeSpec(Generic[C]):
+    """A task's judge stage: its prompt (one public renderer), its answer model and its human-graded corpus.
+
+    - `render(case, answer)`: the judge request for one raw answer, or None when the answer
+      holds no text to judge (it does not parse): judged fail without a request;
+    - `render_entry(entry)`: the judge request for one entry of the judgement corpus;
+    - `probe()`: the judge prompt rendered on fixed placeholder inputs, whose fingerprint
+      names the judge prompt whatever the cases are.
+    """
+
+    output_model: type[BaseModel]
+    render: Callable[[C, str], list[Message] | None]
+    render_entry: Callable[[JudgementEntry], list[Message]]
+    probe: Callable[[], list[Message]]
+    corpus: Path
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return schema_of(self.output_model)
+
+
 def _no_summary(cases: Sequence[Any], results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {}
 
@@ -94,7 +117,8 @@ class Task(Generic[C]):
       (reaction's precision and recall), or None;
     - `provenance`: extra fields of the run manifest's provenance (tagging's prompt artifact);
     - `dspy_fields` and `to_dspy_example`: the task as DSPy sees it;
-    - `checks`: what corpus-check runs on the corpus.
+    - `checks`: what corpus-check runs on the corpus;
+    - `judge`: the task's judge stage (`JudgeSpec`), or None for a task no model grades.
     """
 
     name: str
@@ -111,6 +135,7 @@ class Task(Generic[C]):
     dspy_fields: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     to_dspy_example: Callable[[C], dict[str, Any]] | None = None
     checks: CorpusChecks[C] = field(default_factory=CorpusChecks)
+    judge: JudgeSpec[C] | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

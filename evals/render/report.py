@@ -151,6 +151,8 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, de
         print(f"  WARNING         {printable(warning)}")
     for line in lines[1:]:
         print(line)
+    for line in judged_lines(outcome.report.judged):
+        print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
     for line in producer_lines(stats.workers, stats.servers):
@@ -165,6 +167,28 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, de
     shown_at = run_dir / "report.json" if isinstance(run_dir, Path) else f"run {outcome.run_id} in {run_dir}"
     print(f"  report          {printable(str(shown_at))}")
     print(f"  answers         python -m evals.runs show {outcome.run_id}")
+
+
+def judged_lines(judged: dict[str, Any]) -> list[str]:
+    """The `judged` line (the judged pass rate beside the rule score, never in its place) and the judge's name."""
+    from evals.analysis.judged import judged_estimate  # deferred: scipy, for judged runs only
+
+    found = judged_estimate(judged) if judged else None
+    if found is None:
+        return []
+    estimate, method = found
+    judge = judged["judge"]
+    lines = [
+        f"  judged          {estimate.format()} cases, {judged['samples']} samples (95%, {method}): "
+        "the judge's pass rate, beside the rule score",
+        f"  judge           {printable(judge['backend'])} {printable(judge['model'])} "
+        f"(judge prompt {judge['prompt_fingerprint'][:12]}); decides in `compare` only once judge_check validated it",
+    ]
+    unparseable = judged.get("unparseable", [])
+    if unparseable:
+        shown = ", ".join(unparseable[:5]) + (f" and {len(unparseable) - 5} more" if len(unparseable) > 5 else "")
+        lines.append(f"  unparseable     {len(unparseable)} judgement(s) counted as fail: {printable(shown)}")
+    return lines
 
 
 def producer_lines(workers: dict[str, int], servers: dict[str, int]) -> list[str]:

@@ -23,6 +23,8 @@ __all__ = [
     "RUN_ID",
     "SCHEMA_VERSION",
     "Decision",
+    "JudgeRef",
+    "JudgeSample",
     "Manifest",
     "Prompts",
     "Provenance",
@@ -123,6 +125,29 @@ class ResultRow(Record, frozen=True, kw_only=True):
     details: dict[str, Any] = {}
 
 
+class JudgeSample(Record, frozen=True, kw_only=True):
+    """Where one sample's judgement is cached; key "" when the answer held nothing to judge (judged fail)."""
+
+    case: _Name
+    sample: _Count
+    key: _Sha
+
+
+class JudgeRef(Record, frozen=True, kw_only=True):
+    """A judged run's judge: identity, judge prompt fingerprint, and the key of each sample's judgement."""
+
+    backend: _Name
+    model: _Name
+    digest: _Name
+    options: dict[str, Any] = {}
+    prompt_fingerprint: _Sha  # the judge prompt rendered on fixed placeholders (engine/judge.py)
+    samples: list[JudgeSample] = []
+
+    def identity(self) -> dict[str, Any]:
+        """What names this judge in a validation: backend, model, digest, options and prompt fingerprint."""
+        return self.to_dict(exclude=frozenset({"samples"}))
+
+
 class Provenance(Record, frozen=True, kw_only=True):
     """Enough to reproduce a run and to tell two runs apart."""
 
@@ -160,6 +185,7 @@ class Manifest(Record, frozen=True, kw_only=True):
     label: _Name = ""  # free text: "baseline", "candidate", ...
     limit: Annotated[int, Meta(ge=1)] | None = None  # --limit N: a stratified subset of the split, not all of it
     only: list[_Name] = []  # --case ID...: only these cases of the split
+    judge: JudgeRef | None = None  # --judge-backend: the judge stage that graded every answer
 
 
 class Prompts(Record, frozen=True, kw_only=True):
@@ -193,6 +219,8 @@ class Report(Record, frozen=True, kw_only=True):
     results: list[dict[str, Any]]
     # the interval, families, baselines and detectable difference (analysis/uncertainty.py); the run scripts fill it
     uncertainty: dict[str, Any] = {}
+    # a judged run's judged pass rate beside the rule score: judge, n, passed, unparseable, per-sample grades
+    judged: dict[str, Any] = {}
 
     def __post_init__(self) -> None:
         """Each row checked as a ResultRow (types and ranges), kept as the dict the renderers read."""

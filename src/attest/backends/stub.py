@@ -207,6 +207,8 @@ def answer(task: str, prompt: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     overlap = sorted(written[stem] for stem in content_words(_field(prompt, "Interests")) & item)
     if task == "Reaction":
         return _reaction(title, overlap)
+    if task == "Judgement":
+        return _judgement(overlap, _field(prompt, "Note"))
     return _explanation(overlap)
 
 
@@ -231,6 +233,18 @@ def _reaction(title: str, overlap: list[str]) -> dict[str, Any]:
         "confidence": confidence,
         "reasoning": f"'{title}' shares {shared} with the reader's interests.",
     }
+
+
+def _judgement(overlap: list[str], note: str) -> dict[str, Any]:
+    """The stub judge: a refusal passes when nothing is shared; a sentence passes when it names a shared word."""
+    if REFUSAL.lower().rstrip(".") in note.lower():
+        if overlap:
+            return {"grade": "fail", "reason": f"refused, but the item shares {overlap[0]}"}
+        return {"grade": "pass", "reason": "refused, and nothing is shared"}
+    named = [w for w in overlap if content_words(w) & content_words(note)]
+    if named:
+        return {"grade": "pass", "reason": f"names the shared topic {named[0]}"}
+    return {"grade": "fail", "reason": "names no topic the item shares with the interests"}
 
 
 def _explanation(overlap: list[str]) -> dict[str, Any]:
