@@ -32,6 +32,7 @@ from evals import tasks
 from evals.corpus.cases import AnyCase
 from evals.engine import provenance
 from evals.engine.execute import report_of
+from evals.engine.judge import Judged, judge_fingerprint, judged_from_cache, judged_record
 from evals.engine.pipeline import (
     AnswerCache,
     EvalResult,
@@ -41,6 +42,7 @@ from evals.engine.pipeline import (
     load_cases,
     score_planned,
 )
+from evals.render.rescore_rows import judged_rate, print_rows
 from evals.store.open import open_store
 from evals.store.protocols import WritesRefused
 from evals.store.records import Decision, Manifest, Report, RunError, RunStore
@@ -54,7 +56,15 @@ class Rescored:
     manifest: Manifest
     result: EvalResult
     corpus: Path
-    changes: list[str]  # what differs from when the run was made: labels, scorer
+    changes: list[str]  # what differs from when the run was made: labels, scorer, judge prompt
+    judged: list[Judged] | None = None  # a judged run's judgements, read back from the cache
+
+    def report(self) -> Report:
+        """The re-scored report record, with the judged block of a judged run."""
+        report = report_of(self.manifest, self.result, None)
+        if self.judged is None or self.manifest.judge is None:
+            return report
+        return report.replace(judged=judged_record(self.manifest.judge, self.judged))
 
 
 def find_runs(
@@ -104,9 +114,10 @@ def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = No
     samples = ((cases[s.case], s.sample, s.key) for s in manifest.samples)
     try:
         result = score_planned(task, samples, cache)
+        judged = judged_from_cache(task, manifest.judge, cache) if manifest.judge is not None else None
     except MissingSampleError as exc:
         raise RunError(f"run {manifest.run_id}: {exc}") from None
-    return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
+    return Rescored(manifest, result, path, _changes(manifest, task, loaded, path), judged)
 
 
 def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
@@ -124,6 +135,10 @@ def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], pat
     scorer = provenance.scorer_fingerprint(task.score_one)
     if scorer != manifest.provenance.scorer_fingerprint:
         changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
+    if manifest.judge is not None and task.judge is not None:
+        then, today = manifest.judge.prompt_fingerprint, judge_fingerprint(task.judge)
+        if then != today:
+            changes.append(f"judge prompt changed since the run ({then[:12]} -> {today[:12]}); judged as the run was")
     return changes
 
 
@@ -189,16 +204,16 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
         rescored[manifest.run_id] = done
         if unsaved is None:
             try:
-                store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
+                store.save(manifest.run_id, "rescore", done.report())
             except WritesRefused as exc:  # a read-only role: the scores are the answer, the record a by-product
                 unsaved = exc
-        rows.append(_row(done, old.overall if old else None))
+        rows.append(_row(done, old))
     decisions = recheck_decisions(store, cache, rescored, args.corpus)
     seconds = time.perf_counter() - start
     if args.json:
         print(json.dumps({"runs": rows, "decisions": decisions, "seconds": seconds}, indent=1))
     else:
-        _print_rows(rows, seconds)
+        print_rows(rows, seconds)
         for found in decisions:
             print(printable(found["line"]))
     for warning in cache.warnings:
@@ -231,7 +246,7 @@ def recheck_decisions(
             base = rescored.get(decision.baseline_run) or rescore_run(
                 store.manifest(decision.baseline_run), cache, corpus
             )
-            runs = [Run(r.manifest, report_of(r.manifest, r.result, None)) for r in (base, cand)]
+            runs = [Run(r.manifest, r.report()) for r in (base, cand)]
             entry = recheck(decision, runs[0], runs[1])
         except AttestError as exc:
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
@@ -260,33 +275,19 @@ def _some(names: list[str], limit: int = 10) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def _row(done: Rescored, old: float | None) -> dict[str, Any]:
-    return {
+def _row(done: Rescored, old: Report | None) -> dict[str, Any]:
+    row = {
         "run_id": done.manifest.run_id,
         "task": done.manifest.task,
         "samples": done.result.n,
-        "old": old,
+        "old": old.overall if old else None,
         "new": done.result.overall,
         "corpus": str(done.corpus),
         "changes": done.changes,
     }
-
-
-def _print_rows(rows: list[dict[str, Any]], seconds: float) -> None:
-    print(f"{'run':<36} {'task':<12} {'samples':>7} {'old':>7} {'new':>7}")
-    for row in rows:
-        print(f"{row['run_id']:<36} {row['task']:<12} {row['samples']:>7} {_f(row['old']):>7} {row['new']:>7.3f}")
-        if row["changes"]:
-            print(f"  note: {row['run_id']}: {printable('; '.join(row['changes']))}")
-    samples = sum(r["samples"] for r in rows)
-    print(
-        f"re-scored {len(rows)} run(s), {samples} samples, in {seconds:.3f} s "
-        "from the cache (no backend exists in rescore)"
-    )
-
-
-def _f(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    if done.judged is not None:
+        row["judged"] = {"old": judged_rate(old.judged) if old else None, "new": judged_rate(done.report().judged)}
+    return row
 
 
 if __name__ == "__main__":
