@@ -26,6 +26,10 @@ standard output).
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
 once under Holm's correction, one verdict per task.
 
+`--metric judged` decides on the judged score (the judge's pass rate) instead of the rule
+score, only when both runs were judged by one judge that `judge_check` validated on today's
+judgement corpus (evals/cli/judged_metric.py); otherwise inconclusive, naming the command.
+
 Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
 else 3 if any is inconclusive); 1 an error, 2 a usage error.
 """
@@ -122,6 +126,12 @@ def _parser() -> argparse.ArgumentParser:
         "--base-filter", default="", metavar="K=V,...", help="narrow BASE: backend=,model=,label=,split="
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
+    parser.add_argument(
+        "--metric",
+        choices=("score", "judged"),
+        default="score",
+        help="decide on the rule score (default) or the judged score (only for a judge validated by judge_check)",
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
@@ -136,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("with --all, BASE and CAND are @latest or @previous (the task comes from each of the three)")
     if not args.all and any(r.startswith("@") for r in refs):
         parser.error("name the task, as in reaction@latest, or compare every task with --all")
+    if args.all and args.metric == "judged":
+        parser.error("--metric judged compares one task's two runs; leave out --all")
     for text, where in ((args.base_filter, "--base-filter"), (args.cand_filter, "--cand-filter"), *_suffixes(refs)):
         try:
             parse_filter(text, where)
@@ -164,6 +176,15 @@ def _compare(args: argparse.Namespace) -> int:
 def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Namespace) -> int:
     names = _task_names() if args.all else ("",)
     pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
+    if args.metric == "judged":
+        from evals.cli.judged_metric import judged_runs  # the task registry: only a judged comparison needs it
+
+        judged = judged_runs(store, *pairs[0])
+        if isinstance(judged, str):
+            print(printable(f"compare: inconclusive: {judged}"))
+            return EXIT_CODES["inconclusive"]
+        pairs = [judged[:2]]
+        print(printable(f"metric      judged score, {judged[2]}"), file=sys.stderr if args.json else sys.stdout)
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
     if args.all:

@@ -74,7 +74,10 @@ class FakeJudge:
             text = self.answer(entry_id, human)
         else:
             draw = random.Random(_seed(self.seed, entry_id, n)).random()
-            grade = human if draw < self.right(entry_id) else ("fail" if human == "pass" else "pass")
+            if human == "unknown":  # a request no grade was given for (an eval's answer): a fair coin
+                grade = "pass" if draw < 0.5 else "fail"
+            else:
+                grade = human if draw < self.right(entry_id) else ("fail" if human == "pass" else "pass")
             text = json.dumps({"grade": grade, "reason": "fake"})
         with self._lock:
             self.record.append((entry_id, human, _grade_of(text)))
