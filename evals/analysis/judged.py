@@ -3,8 +3,11 @@
 `judged_estimate` is the judged pass rate over cases (each case's samples averaged,
 as for the rule score) with its interval: Wilson when each case has one sample, the
 seeded bootstrap otherwise. `kappa` is Cohen's kappa of two pass/fail gradings;
-`kappa_interval` its seeded percentile bootstrap over entries, whose coverage
-tests/test_judge_stats.py checks by simulation against a known population kappa.
+`kappa_interval` its seeded BCa bootstrap over entries (scipy; the percentile interval
+where BCa is undefined, as when every grade is equal), whose coverage
+tests/test_judge_stats.py checks by simulation against a known population kappa: about
+95% at n=60 (kappa 0.66 and 0.8), 92-93% at n=30 and at n=120 with kappa 0.5, where the
+plain percentile interval covered 91-93%.
 """
 
 from __future__ import annotations
@@ -65,16 +68,39 @@ def _kappas(h: NDArray[np.bool_], j: NDArray[np.bool_]) -> NDArray[np.float64]:
     return np.where(chance >= 1.0, 0.0, value)  # both constant: no agreement beyond chance can be shown
 
 
+def _statistic(h: NDArray[Any], j: NDArray[Any], axis: int = -1) -> NDArray[np.float64]:
+    """Kappa over the last axis, for scipy's vectorised bootstrap (resamples on the leading axes)."""
+    hb, jb = np.asarray(h, dtype=bool), np.asarray(j, dtype=bool)
+    flat = _kappas(hb.reshape(-1, hb.shape[-1]), jb.reshape(-1, jb.shape[-1]))
+    return flat.reshape(hb.shape[:-1])
+
+
 def kappa_interval(
     human: Sequence[bool], judge: Sequence[bool], *, level: float = stats.LEVEL, seed: int = KAPPA_SEED
 ) -> stats.Interval:
-    """Seeded percentile bootstrap interval of kappa, resampling entries with their two grades."""
+    """Seeded BCa bootstrap interval of kappa, resampling entries with their two grades."""
+    import warnings
+
+    from scipy import stats as sps  # type: ignore[import-untyped]  # here: scipy costs a command line seconds
+
     h, j = np.asarray(human, dtype=bool), np.asarray(judge, dtype=bool)
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, h.size, size=(KAPPA_RESAMPLES, h.size))
-    values = _kappas(h[index], j[index])
-    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
-    return stats.Interval(float(low), float(high), level)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a degenerate distribution: BCa's nan is replaced below
+        found = sps.bootstrap(
+            (h, j),
+            _statistic,
+            paired=True,
+            vectorized=True,
+            method="BCa",
+            n_resamples=KAPPA_RESAMPLES,
+            confidence_level=level,
+            random_state=np.random.default_rng(seed),
+        )
+    low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        values = found.bootstrap_distribution
+        low, high = (float(v) for v in np.quantile(values, [(1 - level) / 2, (1 + level) / 2]))
+    return stats.Interval(low, high, level)
 
 
 @dataclass(frozen=True)
