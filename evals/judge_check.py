@@ -38,6 +38,7 @@ from evals.engine.bounded import run_bounded
 from evals.engine.chat import CachedChat
 from evals.engine.judge import judge_fingerprint, parse_judgement
 from evals.engine.task import JudgeSpec
+from evals.render.judge_status import THRESHOLD as JUDGE_THRESHOLD
 from evals.store.keys import Identity, request_key
 from evals.store.models import JudgeRef
 from evals.store.open import Opened, open_store
@@ -46,7 +47,7 @@ from evals.store.validation import Validation, validation_id
 
 __all__ = ["THRESHOLD", "main"]
 
-THRESHOLD = 0.6  # kappa's lower bound at or above this: the judge is validated
+THRESHOLD = JUDGE_THRESHOLD  # kappa's lower bound at or above this: the judge is validated
 PROG = "python -m evals.judge_check"
 
 

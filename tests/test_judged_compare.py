@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from evals import compare, explanation_eval, judge_check
-from evals.cli import judged_metric, runner
+from evals import compare, explanation_eval, judge_check, runs
+from evals.cli import runner
 from evals.engine.pipeline import Task
+from evals.render import judge_status
 from tests.judge_server import FakeJudge
 from tests.test_judge_check import write_corpus
 
@@ -36,7 +37,7 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         assert name == "explanation"
         return moved
 
-    monkeypatch.setattr(judged_metric.tasks, "get", get)
+    monkeypatch.setattr(judge_status.tasks, "get", get)
     return path
 
 
@@ -87,6 +88,14 @@ def test_an_unvalidated_judge_is_refused_naming_judge_check_and_a_validated_one_
     judged = base["judged"]["passed"] / base["judged"]["samples"]
     assert data["baseline"]["mean"] == pytest.approx(judged) != pytest.approx(base["overall"])
     assert "judged score, judged by openai fake-judge" in captured.err and ": validated" in captured.err
+    page = tmp_path / "compare.html"
+    _compare(cache, "--html", str(page))
+    shown = page.read_text()
+    assert "baseline: openai fake-judge" in shown and "n=80: validated" in shown
+    run_page = (cache / "runs" / _ids(cache)[0] / "report.html").read_text()  # written before judge_check
+    assert 'id="judged"' in run_page and "no judge_check on the current judgement corpus" in run_page
+    assert runs.main(["--cache-dir", str(cache), "show", _ids(cache)[0], "--html", str(tmp_path / "run.html")]) == 0
+    assert "n=80: validated" in (tmp_path / "run.html").read_text()
 
 
 def test_a_poor_judge_is_refused_after_its_judge_check(

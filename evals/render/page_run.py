@@ -54,6 +54,7 @@ class RunPage:
     families: list[str]
     facts: list[tuple[str, str]] = field(default_factory=list)
     plots: dict[str, str] = field(default_factory=dict)  # name -> inline SVG made by evals.render.plots
+    judge: dict[str, str] = field(default_factory=dict)  # a judged run: its judged pass rate, judge and validation
 
     @property
     def block(self) -> dict[str, Any]:
@@ -80,14 +81,37 @@ def run_page_data(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    judge_line: str = "",
 ) -> RunPage:
-    """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone)."""
+    """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone);
+    `judge_line` says whether a judged run's judge is validated (render/judge_status.py)."""
     scored = {(str(r["id"]), int(r["sample"])): r for r in (report.results if report else [])}
     rows = [_row(s, scored.get((s.case, s.sample), {}), texts.get((s.case, s.sample)), cases) for s in manifest.samples]
     page = RunPage(manifest, report, dict(prompts), rows, list(warnings), sorted({r.family for r in rows}))
     page.facts = _facts(manifest, report)
     page.plots = _plots(page, cases)
+    page.judge = _judge(report, judge_line)
     return page
+
+
+def _judge(report: Report | None, line: str) -> dict[str, str]:
+    """The judged card: the judged pass rate with its interval, the judge, and its validation."""
+    from evals.analysis.judged import judged_estimate
+
+    found = judged_estimate(report.judged) if report is not None and report.judged else None
+    if report is None or found is None:
+        return {}
+    estimate, method = found
+    j = report.judged["judge"]
+    who = f"{j['backend']} {j['model']} (judge prompt {str(j['prompt_fingerprint'])[:12]})"
+    unparseable = len(report.judged.get("unparseable", []))
+    return {
+        "text": estimate.format(),
+        "method": method,
+        "judge": who,
+        "validation": line or "validation unknown (see `compare --metric judged`)",
+        "unparseable": f"{unparseable} unparseable judgement(s) counted as fail" if unparseable else "",
+    }
 
 
 def _row(s: SampleRef, result: Mapping[str, Any], text: str | None, cases: Mapping[str, Mapping[str, Any]]) -> CaseRow:

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from attest.errors import AttestError
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
 from evals.engine import provenance
@@ -18,7 +19,7 @@ from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import answer_texts, run_page_data
 from evals.store.records import Manifest, Prompts, Report, RunStore
 
-__all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
+__all__ = ["comparison_html", "corpus_cases", "judge_line", "prompts_of", "run_html", "stored_run_html"]
 
 StubTexts = Callable[[Manifest], Mapping[str, str] | None]
 
@@ -46,9 +47,23 @@ def run_html(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    judge_line: str = "",
 ) -> str:
     """A run's page from what the run recorded."""
-    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings))
+    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, judge_line))
+
+
+def judge_line(store: RunStore, manifest: Manifest) -> str:
+    """A judged run's judge and whether judge_check validated it; "" for a run nobody judged."""
+    from evals.render.judge_status import judge_status  # the task registry: judged runs only
+
+    if manifest.judge is None:
+        return ""
+    try:
+        status = judge_status(store, manifest)
+    except AttestError as exc:  # the judgement corpus unreadable: the page still shows the run
+        return f"validation unknown: {exc}"
+    return "" if status is None else status.line()
 
 
 def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: StubTexts | None = None) -> str:
@@ -58,7 +73,8 @@ def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: Stub
     texts = answer_texts(cache, manifest.samples)
     theirs = stub(manifest) if stub is not None and manifest.backend != "stub" else None
     warnings = degenerate([(case, text) for (case, _), text in texts.items()], theirs)
-    return run_html(manifest, report, prompts_of(store, run_id), texts, corpus_cases(manifest), warnings)
+    line = judge_line(store, manifest)
+    return run_html(manifest, report, prompts_of(store, run_id), texts, corpus_cases(manifest), warnings, line)
 
 
 def comparison_html(
@@ -70,8 +86,23 @@ def comparison_html(
         answers = (_first_answers(store, cache, x.base_run), _first_answers(store, cache, x.cand_run))
         family = {**c.family, **b.family}
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
-        pages.append(compare_page_data(x, answers, family, scores))
+        page = compare_page_data(x, answers, family, scores)
+        lines = [
+            (side, judge_line(store, store.manifest(run)))
+            for side, run in (("baseline", x.base_run), ("candidate", x.cand_run))
+        ]
+        page.judges = [(side, line or "not judged") for side, line in lines] if any(line for _, line in lines) else []
+        pages.append(page)
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
+
+
+def _judges(store: RunStore, x: Comparison) -> list[tuple[str, str]]:
+    """Each run's judge and its validation, when either run was judged."""
+    lines = [
+        (side, judge_line(store, store.manifest(run)))
+        for side, run in (("baseline", x.base_run), ("candidate", x.cand_run))
+    ]
+    return [(side, line or "not judged") for side, line in lines] if any(line for _, line in lines) else []
 
 
 def _first_answers(store: RunStore, cache: AnswerCache | None, run_id: str) -> dict[str, str]:

@@ -125,11 +125,12 @@ def write_run_page(
     outcome: RunOutcome, store: DirStore, texts: Mapping[tuple[str, int], str | None], warnings: Sequence[str]
 ) -> Path:
     """report.html beside the run's records, from what they hold; returns its path."""
-    from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
+    from evals.render.pages import judge_line, prompts_of, run_html  # deferred: Jinja2 and matplotlib
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
-    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings)
+    line = judge_line(store, m)
+    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings, line)
     path = store.run_dir(outcome.run_id) / "report.html"
     write_atomic(path, page)
     return path
