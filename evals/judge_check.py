@@ -34,6 +34,7 @@ from evals.analysis.judged import Agreement, agreement, kappa
 from evals.cli.options import add_judge_options, judge_settings
 from evals.cli.runner import BackendFactory
 from evals.corpus.judgements import JudgementEntry, judgements_sha256, load_judgements
+from evals.corpus.paths import corpus_ref
 from evals.engine.bounded import run_bounded
 from evals.engine.chat import CachedChat
 from evals.engine.judge import judge_fingerprint, parse_judgement
@@ -156,7 +157,7 @@ def _validation(
         run_id=validation_id(judge, sha),
         judge=judge,
         task=task,
-        corpus=str(path),
+        corpus=corpus_ref(path),
         corpus_sha256=sha,
         split=split,
         n=found.n,
@@ -181,7 +182,7 @@ def _print(
 ) -> None:
     print(
         f"judge_check {record.task}: judge {printable(ref.backend)} {printable(ref.model)} "
-        f"(judge prompt {ref.prompt_fingerprint[:12]}), {printable(str(path))} "
+        f"(judge prompt {ref.prompt_fingerprint[:12]}), {printable(record.corpus)} "
         f"(sha256 {record.corpus_sha256[:12]}), split {record.split}"
     )
     print(found.kappa_text())
