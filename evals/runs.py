@@ -230,6 +230,8 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
                 "prune it first (`runs prune --incomplete --yes`)"
             ) from None
         keep.update(s.key for s in manifest.samples)
+        if manifest.judge is not None:  # a judged run's judgements are its records too
+            keep.update(s.key for s in manifest.judge.samples if s.key)
     cache = ResponseCache(cache_dir)
     try:
         count, size = cache.collect(keep, before=started, dry_run=not args.yes)

@@ -15,7 +15,7 @@ from typing import Any
 import diskcache
 import pytest
 
-from evals import explanation_eval, rescore
+from evals import explanation_eval, rescore, runs
 from evals.cli import runner
 from evals.store.local.cache import JSONDisk
 from tests.judge_server import FakeJudge
@@ -81,6 +81,8 @@ def test_a_rerun_and_rescore_need_no_judge_server(
     rate = _read(run, "report")["judged"]["passed"] / 12
     assert f"judged: {run.name}: {rate:.3f} -> {rate:.3f} from the cached judgements" in out
     assert _read(run, "rescore")["judged"]["passed"] == _read(run, "report")["judged"]["passed"]
+    assert runs.main(["--cache-dir", str(tmp_path), "gc", "--yes"]) == 0  # keeps what the runs reference
+    assert rescore.main(["--cache-dir", str(tmp_path), "--run", run.name]) == 0, capsys.readouterr().err
 
 
 def test_a_judgement_missing_from_the_cache_is_an_error_naming_the_sample(
