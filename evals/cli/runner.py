@@ -29,6 +29,7 @@ from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import CachedChat, Task, load_cases
 from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
+from evals.render.judge_status import judge_line
 from evals.render.page_run import Texts, answer_texts
 from evals.render.report import annotate, degenerate_warnings, print_report, write_run_page
 from evals.store.keys import Identity
@@ -206,7 +207,9 @@ def _show(
         print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
         where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
-        print_report(outcome, where, worst=args.worst, degenerate=degenerate)
+        print_report(
+            outcome, where, worst=args.worst, degenerate=degenerate, judged_by=judge_line(store, outcome.manifest)
+        )
     if not isinstance(store, DirStore):  # a team's store: the page is written on demand (`runs show ID --html FILE`)
         return
     try:

@@ -103,10 +103,13 @@ def execute(
         store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
         recorded = _recording_progress(store, run_id, progress)
         judged: list[Judged] = []
+        judge_stats: GenerateStats | None = None
         try:
             stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=recorded)
             if judge is not None:
-                ref, judged, _ = judge_run(spec.task, _samples(planned), chat.cache, judge, concurrency=concurrency)
+                ref, judged, judge_stats = judge_run(
+                    spec.task, _samples(planned), chat.cache, judge, concurrency=concurrency
+                )
                 manifest = manifest.replace(judge=ref)
         except KeyboardInterrupt:
             store.save(run_id, "manifest", manifest.replace(status="interrupted"))
@@ -118,7 +121,7 @@ def execute(
         result = score_planned(spec.task, _samples(planned), chat.cache)
         report = report_of(manifest, result, stats)
         if judge is not None and manifest.judge is not None:
-            report = report.replace(judged=judged_record(manifest.judge, judged))
+            report = report.replace(judged=judged_record(manifest.judge, judged, judge_stats))
         store.save(run_id, "report", report)  # before `complete`: a complete run always has its report
         store.save(run_id, "manifest", manifest)
     return RunOutcome(run_id, manifest, stats, result, report, spec)

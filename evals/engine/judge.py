@@ -104,10 +104,12 @@ def judged_from_cache(task: Task[Any], ref: JudgeRef, cache: AnswerCache) -> lis
     return judged
 
 
-def judged_record(ref: JudgeRef, judged: Sequence[Judged]) -> dict[str, Any]:
-    """The report's `judged` block: the judge, counts, and every sample's grade and reason."""
+def judged_record(ref: JudgeRef, judged: Sequence[Judged], stats: GenerateStats | None = None) -> dict[str, Any]:
+    """The report's `judged` block: the judge, counts, the judge stage's cache use, every sample's grade and reason."""
+    cache = {} if stats is None else {"hits": stats.hits, "misses": stats.misses, "seconds": stats.seconds}
     return {
         "judge": ref.identity(),
+        **({"generate": cache} if cache else {}),
         "samples": len(judged),
         "passed": sum(j.passed for j in judged),
         "unparseable": sorted(f"{j.id}#{j.sample}" for j in judged if j.unparseable),

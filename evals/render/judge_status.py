@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from attest.errors import AttestError
 from evals import tasks
 from evals.corpus.judgements import judgements_sha256, load_judgements
 from evals.store.models import Manifest
 from evals.store.protocols import Runs
 from evals.store.validation import Validation, validation_id
 
-__all__ = ["THRESHOLD", "JudgeStatus", "judge_check_command", "judge_status"]
+__all__ = ["THRESHOLD", "JudgeStatus", "judge_check_command", "judge_line", "judge_name", "judge_status"]
 
 THRESHOLD = 0.6  # judge_check's: a judge whose kappa lower bound reaches it is validated
 
@@ -33,13 +34,17 @@ class JudgeStatus:
         return self.validation is not None and self.validation.low >= THRESHOLD
 
     def line(self) -> str:
-        j = self.judge
-        who = f"{j['backend']} {j['model']} (judge prompt {str(j['prompt_fingerprint'])[:12]})"
+        who = judge_name(self.judge)
         v = self.validation
         if v is None:
             return f"{who}: no judge_check on the current judgement corpus ({self.corpus_sha256[:12]}): not validated"
         state = "validated" if self.validated else f"not validated (lower bound under {THRESHOLD})"
         return f"{who}: kappa {v.kappa:.2f} [{v.low:.2f}, {v.high:.2f}] n={v.n}: {state}"
+
+
+def judge_name(judge: Mapping[str, Any]) -> str:
+    """`backend model (judge prompt abc123...)`."""
+    return f"{judge['backend']} {judge['model']} (judge prompt {str(judge['prompt_fingerprint'])[:12]})"
 
 
 def judge_status(store: Runs, manifest: Manifest) -> JudgeStatus | None:
@@ -60,3 +65,14 @@ def judge_check_command(task: str, judge: Mapping[str, Any]) -> str:
     command = f"python -m evals.judge_check {task} --judge-backend {judge['backend']} --judge-model {judge['model']}"
     temperature = judge.get("options", {}).get("temperature", 0)
     return command + (f" --judge-temperature {temperature}" if temperature else "")
+
+
+def judge_line(store: Runs, manifest: Manifest) -> str:
+    """A judged run's judge and whether judge_check validated it; "" for a run nobody judged."""
+    if manifest.judge is None:
+        return ""
+    try:
+        status = judge_status(store, manifest)
+    except AttestError as exc:  # the judgement corpus unreadable: the run is still shown
+        return f"{judge_name(manifest.judge.identity())}: validation unknown ({exc})"
+    return "" if status is None else status.line()

@@ -9,12 +9,12 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from attest.errors import AttestError
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
 from evals.engine import provenance
 from evals.engine.pipeline import AnswerCache
 from evals.render import html
+from evals.render.judge_status import judge_line
 from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import answer_texts, run_page_data
 from evals.store.records import Manifest, Prompts, Report, RunStore
@@ -47,23 +47,10 @@ def run_html(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
-    judge_line: str = "",
+    judged_by: str = "",
 ) -> str:
-    """A run's page from what the run recorded."""
-    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, judge_line))
-
-
-def judge_line(store: RunStore, manifest: Manifest) -> str:
-    """A judged run's judge and whether judge_check validated it; "" for a run nobody judged."""
-    from evals.render.judge_status import judge_status  # the task registry: judged runs only
-
-    if manifest.judge is None:
-        return ""
-    try:
-        status = judge_status(store, manifest)
-    except AttestError as exc:  # the judgement corpus unreadable: the page still shows the run
-        return f"validation unknown: {exc}"
-    return "" if status is None else status.line()
+    """A run's page from what the run recorded; `judged_by` is `judge_line`'s for a judged run."""
+    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, judged_by))
 
 
 def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: StubTexts | None = None) -> str:
@@ -87,11 +74,7 @@ def comparison_html(
         family = {**c.family, **b.family}
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
         page = compare_page_data(x, answers, family, scores)
-        lines = [
-            (side, judge_line(store, store.manifest(run)))
-            for side, run in (("baseline", x.base_run), ("candidate", x.cand_run))
-        ]
-        page.judges = [(side, line or "not judged") for side, line in lines] if any(line for _, line in lines) else []
+        page.judges = _judges(store, x)
         pages.append(page)
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
 

@@ -136,9 +136,11 @@ def write_run_page(
     return path
 
 
-def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = ()) -> None:
+def print_report(
+    outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = (), judged_by: str = ""
+) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
-    `degenerate` warnings are printed under the headline."""
+    `degenerate` warnings are printed under the headline; `judged_by` is a judged run's judge and validation."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
     print(
@@ -152,7 +154,7 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, de
         print(f"  WARNING         {printable(warning)}")
     for line in lines[1:]:
         print(line)
-    for line in judged_lines(outcome.report.judged):
+    for line in judged_lines(outcome.report.judged, judged_by):
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
@@ -170,8 +172,9 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, de
     print(f"  answers         python -m evals.runs show {outcome.run_id}")
 
 
-def judged_lines(judged: dict[str, Any]) -> list[str]:
-    """The `judged` line (the judged pass rate beside the rule score, never in its place) and the judge's name."""
+def judged_lines(judged: dict[str, Any], judged_by: str = "") -> list[str]:
+    """The `judged` line (the judged pass rate beside the rule score, never in its place), the judge and whether
+    judge_check validated it, and the judge stage's cache use."""
     from evals.analysis.judged import judged_estimate  # deferred: scipy, for judged runs only
 
     found = judged_estimate(judged) if judged else None
@@ -179,12 +182,17 @@ def judged_lines(judged: dict[str, Any]) -> list[str]:
         return []
     estimate, method = found
     judge = judged["judge"]
+    who = f"{judge['backend']} {judge['model']} (judge prompt {judge['prompt_fingerprint'][:12]})"
     lines = [
         f"  judged          {estimate.format()} cases, {judged['samples']} samples (95%, {method}): "
         "the judge's pass rate, beside the rule score",
-        f"  judge           {printable(judge['backend'])} {printable(judge['model'])} "
-        f"(judge prompt {judge['prompt_fingerprint'][:12]}); decides in `compare` only once judge_check validated it",
+        f"  judge           {printable(judged_by or who)}; it decides in `compare --metric judged` only when validated",
     ]
+    cache = judged.get("generate")
+    if cache:
+        lines.append(
+            f"  judge cache     {cache['hits']} hits, {cache['misses']} misses, {cache['seconds']:.2f} s judging"
+        )
     unparseable = judged.get("unparseable", [])
     if unparseable:
         shown = ", ".join(unparseable[:5]) + (f" and {len(unparseable) - 5} more" if len(unparseable) > 5 else "")
