@@ -160,3 +160,27 @@ def test_no_reachable_judge_is_one_line_naming_its_url(
     assert judge_check.main(argv) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and url in err, err
+
+
+def test_repeats_at_a_temperature_give_the_judges_agreement_with_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grades = write_corpus(tmp_path / "judgements.json")
+    with FakeJudge(grades, right=lambda entry_id: 0.8) as judge:
+        run(tmp_path, judge, monkeypatch, "--repeat", "3", "--judge-temperature", "0.7")
+    out = capsys.readouterr().out
+    by_entry: dict[str, list[str]] = {}
+    for entry_id, _, grade in judge.record:  # one request at a time: an entry's n-th answer is its sample n
+        by_entry.setdefault(entry_id, []).append(grade)
+    assert len(judge.record) == 240 and all(len(g) == 3 for g in by_entry.values())
+    alike = sum(len(set(g)) == 1 for g in by_entry.values())
+    k, _ = kappa_of([(e, g[0], g[1]) for e, g in by_entry.items()])  # sample 1 against sample 2
+    assert 0 < alike < 80
+    assert f"self-agreement  {alike} of 80 entries graded alike in all 3 samples; kappa sample 1 vs 2 {k:.2f}" in out
+    against_people = [(e, grades_of(e, judge), g[0]) for e, g in by_entry.items()]  # kappa is on sample 1
+    assert printed_kappa(out)[0] == round(kappa_of(against_people)[0], 2)
+
+
+def grades_of(entry_id: str, judge: FakeJudge) -> str:
+    """The human grade the fake was told for an entry."""
+    return next(human for e, human, _ in judge.record if e == entry_id)
