@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
-from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
+from evals.cli.rescore_options import judge_identity
+from evals.cli.rescore_options import rescore_parser as _parser
 from evals.corpus.cases import AnyCase
 from evals.engine import provenance
 from evals.engine.execute import report_of
-from evals.engine.judge import Judged, judge_fingerprint, judged_from_cache, judged_record
+from evals.engine.judge import Judged, judge_fingerprint, judge_ref, judged_from_cache, judged_record
 from evals.engine.pipeline import (
     AnswerCache,
     EvalResult,
@@ -42,11 +43,14 @@ from evals.engine.pipeline import (
     load_cases,
     score_planned,
 )
+from evals.render.judge_status import judge_name
 from evals.render.rescore_rows import judged_rate, print_rows
+from evals.store.keys import Identity
+from evals.store.models import JudgeRef
 from evals.store.open import open_store
 from evals.store.protocols import WritesRefused
 from evals.store.records import Decision, Manifest, Report, RunError, RunStore
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
@@ -58,13 +62,15 @@ class Rescored:
     corpus: Path
     changes: list[str]  # what differs from when the run was made: labels, scorer, judge prompt
     judged: list[Judged] | None = None  # a judged run's judgements, read back from the cache
+    judge: JudgeRef | None = None  # --judge-backend: the judge they are another judge's (else the run's own)
 
     def report(self) -> Report:
         """The re-scored report record, with the judged block of a judged run."""
         report = report_of(self.manifest, self.result, None)
-        if self.judged is None or self.manifest.judge is None:
+        ref = self.judge or self.manifest.judge
+        if self.judged is None or ref is None:
             return report
-        return report.replace(judged=judged_record(self.manifest.judge, self.judged))
+        return report.replace(judged=judged_record(ref, self.judged))
 
 
 def find_runs(
@@ -98,8 +104,11 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
 
 
-def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
-    """Score a run's cached samples with today's scorer against today's labels."""
+def rescore_run(
+    manifest: Manifest, cache: AnswerCache, corpus: Path | None = None, judge: Identity | None = None
+) -> Rescored:
+    """Score a run's cached samples with today's scorer against today's labels; a judged run's judgements (or,
+    with `judge`, that judge's judgements of the same answers) read back from the cache."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
@@ -111,13 +120,18 @@ def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = No
         raise RunError(
             f"run {manifest.run_id}: cases {gone[:5]} are not in {path}; rescore it with --run ID --corpus OLD_FILE"
         )
-    samples = ((cases[s.case], s.sample, s.key) for s in manifest.samples)
+    samples = [(cases[s.case], s.sample, s.key) for s in manifest.samples]
+    changes = _changes(manifest, task, loaded, path)
     try:
         result = score_planned(task, samples, cache)
-        judged = judged_from_cache(task, manifest.judge, cache) if manifest.judge is not None else None
+        ref = judge_ref(task, samples, cache, judge) if judge is not None and task.judge is not None else None
+        if ref is not None:
+            changes.append(f"judged from the cache by {judge_name(ref.identity())}, not by the run's own judge")
+        ref_used = ref or manifest.judge
+        judged = judged_from_cache(task, ref_used, cache) if ref_used is not None else None
     except MissingSampleError as exc:
         raise RunError(f"run {manifest.run_id}: {exc}") from None
-    return Rescored(manifest, result, path, _changes(manifest, task, loaded, path), judged)
+    return Rescored(manifest, result, path, changes, judged, ref)
 
 
 def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
@@ -142,24 +156,6 @@ def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], pat
     return changes
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(
-        prog="rescore",
-        description="Re-score past runs from the cache with today's scorers and labels; never calls a model. "
-        "Exit 0 when every run was re-scored (label and scorer changes are reported), 1 on an error, "
-        "2 on a usage error.",
-    )
-    parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
-    parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument(
-        "--corpus", type=Path, help="read the labels from this corpus file instead of the run's own (needs --run)"
-    )
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -177,6 +173,7 @@ def _rescore(args: argparse.Namespace) -> int:
             print(printable(line), file=sys.stderr)
         if not manifests:
             raise AttestError(f"no complete runs in {opened.where}: run an eval first (nox -s eval-reaction)")
+        args.judge = judge_identity(args, _manifests(opened.runs, None))
         return _rescore_runs(manifests, opened.runs, opened.answers, args)
     finally:
         opened.close()
@@ -190,7 +187,7 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
     unsaved: WritesRefused | None = None
     for manifest in manifests:
         try:
-            done = rescore_run(manifest, cache, args.corpus)
+            done = rescore_run(manifest, cache, args.corpus, args.judge)
             old = store.report(manifest.run_id)
         except AttestError as exc:
             if args.run is not None:

@@ -116,3 +116,35 @@ def test_a_judge_answer_invalid_for_the_schema_is_a_reported_fail(
     assert len(judged["unparseable"]) == bad and judged["passed"] == 12 - bad
     assert all(r["reason"] == "unparseable judgement" for r in judged["results"] if not r["passed"])
     assert f"unparseable     {bad} judgement(s) counted as fail" in out
+
+
+def test_rescore_rejudges_with_another_judges_cached_judgements_and_never_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def by_model(entry_id: str, human: str) -> str:
+        return json.dumps({"grade": "pass" if len(entry_id) % 2 else "fail", "reason": "fake"})
+
+    with FakeJudge({}, answer=by_model) as judge:
+        monkeypatch.setenv("ATTEST_OPENAI_BASE_URL", judge.url)
+        argv = ["--backend", "stub", "--judge-backend", "openai", "--limit", "12", "--cache-dir", str(tmp_path)]
+        assert runner.main(explanation_eval.TASK, [*argv, "--judge-model", "judge-a"]) == 0
+        (first,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+        with diskcache.Cache(str(tmp_path / "responses"), disk=JSONDisk) as db:  # judge-a is wrong on purpose
+            for s in _read(first, "manifest")["judge"]["samples"]:
+                db.set(s["key"], {**db.get(s["key"]), "text": json.dumps({"grade": "fail", "reason": "no"})})
+        assert runner.main(explanation_eval.TASK, [*argv, "--judge-model", "judge-b"]) == 0
+        asked = judge.requests
+    second = next(p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p != first)
+    capsys.readouterr()
+    old = _read(first, "report")["judged"]["passed"] / 12
+    assert rescore.main(["--cache-dir", str(tmp_path), "--run", first.name]) == 0  # its own judge: judge-a
+    assert f"judged: {first.name}: {old:.3f} -> 0.000 from the cached judgements" in capsys.readouterr().out
+    again = ["--cache-dir", str(tmp_path), "--run", first.name, "--judge-backend", "openai"]
+    assert rescore.main([*again, "--judge-model", "judge-b"]) == 0
+    out = capsys.readouterr().out
+    b_rate = _read(second, "report")["judged"]["passed"] / 12
+    assert f"judged: {first.name}: {old:.3f} -> {b_rate:.3f} from the cached judgements" in out and b_rate > 0
+    assert "judged from the cache by openai judge-b" in out
+    assert judge.requests == asked  # nothing was asked: the server is gone anyway
+    assert rescore.main([*again, "--judge-model", "judge-c"]) == 1
+    assert "no run in the store was judged by it" in capsys.readouterr().err

@@ -25,16 +25,17 @@ def margin_type(text: str) -> float:
     return value
 
 
-def add_judge_options(parser: argparse.ArgumentParser) -> None:
+JUDGE_HELP = (
+    "judge every answer with this backend too (env ATTEST_JUDGE_BACKEND; default: no judge); "
+    "the report gains a `judged` line beside the rule score"
+)
+
+
+def add_judge_options(parser: argparse.ArgumentParser, *, what: str = JUDGE_HELP) -> None:
     """--judge-backend and --judge-model (env ATTEST_JUDGE_BACKEND, ATTEST_JUDGE_MODEL): the judge stage's model."""
     from attest.backends.registry import KINDS
 
-    parser.add_argument(
-        "--judge-backend",
-        choices=tuple(KINDS),
-        help="judge every answer with this backend too (env ATTEST_JUDGE_BACKEND; default: no judge); "
-        "the report gains a `judged` line beside the rule score",
-    )
+    parser.add_argument("--judge-backend", choices=tuple(KINDS), help=what)
     parser.add_argument("--judge-model", help="the judge's model name (env ATTEST_JUDGE_MODEL)")
 
 

@@ -24,16 +24,18 @@ from evals.engine.pipeline import GenerateStats, Planned, Progress, generate
 from evals.engine.scoring import parse_or_error
 from evals.engine.task import JudgeSpec, Task
 from evals.store.keys import Identity, request_key
-from evals.store.models import JudgeRef, JudgeSample
+from evals.store.models import JudgeRef, JudgeSample, Manifest
 
 __all__ = [
     "NOTHING_TO_JUDGE",
     "UNPARSEABLE",
     "Judged",
     "judge_fingerprint",
+    "judge_ref",
     "judge_run",
     "judged_from_cache",
     "judged_record",
+    "known_judge",
     "parse_judgement",
 ]
 
@@ -81,6 +83,26 @@ def judge_run(
     stats = generate(_as_task(task, spec), asked, judge, concurrency=concurrency, progress=progress)
     ref = _ref(spec, judge.identity, planned)
     return ref, judged_from_cache(task, ref, judge.cache), stats
+
+
+def judge_ref(
+    task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], answers: AnswerCache, identity: Identity
+) -> JudgeRef:
+    """The judge requests of a run's samples keyed for the judge `identity`, asking nothing: where that judge's
+    judgements of these answers are cached, if it made them (rescore reads them back)."""
+    spec = _spec(task)
+    return _ref(spec, identity, _plan(spec, list(samples), answers, identity))
+
+
+def known_judge(manifests: Iterable[Manifest], backend: str, model: str = "") -> Identity | None:
+    """The identity (digest and options included) of the judge `backend`/`model` as the latest run it judged
+    recorded it; any model of the backend when `model` is ""; None when no run was judged by it."""
+    judged = sorted((m for m in manifests if m.judge is not None), key=lambda m: (m.created, m.run_id), reverse=True)
+    for m in judged:
+        j = m.judge
+        if j is not None and j.backend == backend and model in ("", j.model):
+            return Identity(j.backend, j.model, j.digest, dict(j.options))
+    return None
 
 
 def judged_from_cache(task: Task[Any], ref: JudgeRef, cache: AnswerCache) -> list[Judged]:
