@@ -64,6 +64,10 @@ def test_a_judged_run_prints_the_judged_line_beside_the_rule_score(
     assert manifest["judge"]["backend"] == "openai" and manifest["judge"]["model"] == "fake-judge"
     assert len({s["key"] for s in manifest["judge"]["samples"]}) == 12
     assert not {s["key"] for s in manifest["judge"]["samples"]} & {s["key"] for s in manifest["samples"]}
+    assert runs.main(["--cache-dir", str(tmp_path), "show", run.name]) == 0
+    shown = capsys.readouterr().out
+    assert "  judge       openai fake-judge (judge prompt " in shown
+    assert shown.count("      judged  pass: fake") == passed and shown.count("      judged  fail: fake") == 12 - passed
 
 
 def test_a_rerun_and_rescore_need_no_judge_server(
