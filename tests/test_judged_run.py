@@ -15,7 +15,7 @@ from typing import Any
 import diskcache
 import pytest
 
-from evals import explanation_eval, rescore, runs
+from evals import explanation_eval, reaction_eval, rescore, runs
 from evals.cli import runner
 from evals.store.local.cache import JSONDisk
 from tests.judge_server import FakeJudge
@@ -152,3 +152,12 @@ def test_rescore_rejudges_with_another_judges_cached_judgements_and_never_asks(
     assert judge.requests == asked  # nothing was asked: the server is gone anyway
     assert rescore.main([*again, "--judge-model", "judge-c"]) == 1
     assert "no run in the store was judged by it" in capsys.readouterr().err
+
+
+def test_a_judge_for_a_task_without_a_judge_stage_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--offline", "--judge-backend", "stub", "--limit", "2", "--cache-dir", str(tmp_path)]
+    assert runner.main(reaction_eval.TASK, argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the reaction task has no judge stage" in err
