@@ -161,3 +161,18 @@ def test_a_judge_for_a_task_without_a_judge_stage_is_one_line(
     assert runner.main(reaction_eval.TASK, argv) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the reaction task has no judge stage" in err
+
+
+def test_a_hand_edited_judged_block_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeJudge({}, answer=_every_other_fails) as judge:
+        assert _eval(tmp_path, judge, monkeypatch) == 0
+    run = _run_dir(tmp_path)
+    report = _read(run, "report")
+    report["judged"]["results"][2]["passed"] = "yes"
+    (run / "report.json").write_text(json.dumps(report))
+    capsys.readouterr()
+    assert runs.main(["--cache-dir", str(tmp_path), "show", run.name]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "report.json" in err and "judged.results[2].passed" in err, err

@@ -1,4 +1,4 @@
-"""The run records as strict, typed documents: manifest, prompts, report, decision, progress.
+"""The run records as strict, typed documents: manifest, prompts, report (decision, progress: side_records.py).
 
 Each record is a frozen `msgspec.Struct` with a `schema_version`, unknown fields refused and
 every field given a type and a range, so a record that decodes is one the commands can use
@@ -22,18 +22,18 @@ from attest.errors import AttestError
 __all__ = [
     "RUN_ID",
     "SCHEMA_VERSION",
-    "Decision",
+    "JudgeIdentity",
     "JudgeRef",
     "JudgeSample",
+    "JudgedBlock",
+    "JudgedRow",
     "Manifest",
     "Prompts",
     "Provenance",
     "Record",
     "RecordError",
     "Report",
-    "ReportHead",
     "ResultRow",
-    "RunProgress",
     "SampleRef",
     "decode",
 ]
@@ -133,19 +133,45 @@ class JudgeSample(Record, frozen=True, kw_only=True):
     key: _Sha
 
 
-class JudgeRef(Record, frozen=True, kw_only=True):
-    """A judged run's judge: identity, judge prompt fingerprint, and the key of each sample's judgement."""
+class JudgeIdentity(Record, frozen=True, kw_only=True):
+    """Who a judge is: backend, model, digest, options and the fingerprint of its judge prompt."""
 
     backend: _Name
     model: _Name
     digest: _Name
     options: dict[str, Any] = {}
     prompt_fingerprint: _Sha  # the judge prompt rendered on fixed placeholders (engine/judge.py)
+
+
+class JudgeRef(JudgeIdentity, frozen=True, kw_only=True):
+    """A judged run's judge: its identity, and the key of each sample's judgement."""
+
     samples: list[JudgeSample] = []
 
     def identity(self) -> dict[str, Any]:
         """What names this judge in a validation: backend, model, digest, options and prompt fingerprint."""
         return self.to_dict(exclude=frozenset({"samples"}))
+
+
+class JudgedRow(Record, frozen=True, kw_only=True):
+    """One sample's judgement in a report's `judged` block (engine/judge.py's Judged as JSON)."""
+
+    id: _Name
+    sample: _Count
+    passed: bool
+    reason: Annotated[str, Meta(max_length=10_000)]
+    unparseable: bool = False
+
+
+class JudgedBlock(Record, frozen=True, kw_only=True):
+    """A report's `judged` block: the judge, its cache use, the counts and every sample's judgement."""
+
+    judge: JudgeIdentity
+    generate: dict[str, Any] = {}
+    samples: _Count
+    passed: _Count
+    unparseable: list[_Name] = []
+    results: list[JudgedRow]
 
 
 class Provenance(Record, frozen=True, kw_only=True):
@@ -223,51 +249,17 @@ class Report(Record, frozen=True, kw_only=True):
     judged: dict[str, Any] = {}
 
     def __post_init__(self) -> None:
-        """Each row checked as a ResultRow (types and ranges), kept as the dict the renderers read."""
+        """Each row checked as a ResultRow (types and ranges), and the judged block as a JudgedBlock, kept as
+        the dicts the renderers read."""
         for i, row in enumerate(self.results):
-            try:
-                msgspec.convert(row, ResultRow, strict=True)
-            except msgspec.ValidationError as exc:  # msgspec's own form, with the path from the top
-                message, _, at = str(exc).partition(" - at `$")
-                raise ValueError(f"{message} - at `$.results[{i}]{at.rstrip('`')}`") from None
+            _check(row, ResultRow, f"results[{i}]")
+        if self.judged:
+            _check(self.judged, JudgedBlock, "judged")
 
 
-class ReportHead(Record, frozen=True, kw_only=True, forbid_unknown_fields=False):
-    """What `runs list` reads of a report.json: its score, without its per-case results (the whole
-    report is checked where it is used: show, rescore, compare). Other fields are skipped unread."""
-
-    kind: ClassVar[str] = "report"
-
-    schema_version: Literal[1]
-    run_id: _RunId
-    overall: _Unit
-
-
-class Decision(Record, frozen=True, kw_only=True):
-    """The optimiser's gate, recorded beside the candidate run so rescore can re-check it."""
-
-    kind: ClassVar[str] = "decision"
-
-    schema_version: Literal[1] = 1
-    baseline_run: _RunId
-    candidate_run: _RunId
-    margin: Annotated[float, Meta(ge=0.0, lt=1.0)]
-    verdict: Literal["ship", "regress", "inconclusive"]
-    mean_difference: Annotated[float, Meta(ge=-1.0, le=1.0)]
-    interval: tuple[float, float]
-    p_value: _Unit
-    n: _Count
-    decided_at: _Time
-
-
-class RunProgress(Record, frozen=True, kw_only=True):
-    """progress.json: how many of a generating run's samples are settled, rewritten by its writer about
-    once a second, so `runs list` shows a live run as k/n (and one whose writer is gone as interrupted)."""
-
-    kind: ClassVar[str] = "progress"
-
-    schema_version: Literal[1] = 1
-    run_id: _RunId
-    done: _Count
-    total: _Count
-    updated: _Time
+def _check(data: Any, model: type[Record], where: str) -> None:
+    try:
+        msgspec.convert(data, model, strict=True)
+    except msgspec.ValidationError as exc:  # msgspec's own form, with the path from the top
+        message, _, at = str(exc).partition(" - at `$")
+        raise ValueError(f"{message} - at `$.{where}{at.rstrip('`')}`") from None

@@ -30,18 +30,16 @@ from attest.files import FileReadError, MiB, open_regular, read_bounded
 from evals.store.models import (
     RUN_ID,
     SCHEMA_VERSION,
-    Decision,
     Manifest,
     Prompts,
     Provenance,
     Record,
     RecordError,
     Report,
-    ReportHead,
-    RunProgress,
     SampleRef,
     decode,
 )
+from evals.store.side_records import Decision, ReportHead, RunProgress
 from evals.store.validation import VALIDATION_PREFIX
 
 __all__ = [
