@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from collections import Counter
@@ -31,7 +32,7 @@ from attest.options import OneLineErrorParser, add_backend_options, at_least
 from attest.text import printable
 from evals import tasks
 from evals.analysis.judged import Agreement, agreement, kappa
-from evals.cli.options import add_judge_options, judge_settings
+from evals.cli.options import add_judge_options, judge_settings, temperature_type
 from evals.cli.runner import BackendFactory
 from evals.corpus.judgements import JudgementEntry, judgements_sha256, load_judgements
 from evals.corpus.paths import corpus_ref
@@ -64,6 +65,8 @@ def main(argv: Sequence[str] | None = None, *, backend_factory: BackendFactory =
     args = parser.parse_args(argv)
     if args.task not in tasks.names():
         parser.error(f"unknown task {args.task!r} ({tasks.known()})")
+    if not (args.judge_backend or os.environ.get("ATTEST_JUDGE_BACKEND", "").strip()):
+        parser.error("no judge: give --judge-backend B --judge-model M (or ATTEST_JUDGE_BACKEND)")
     return run_main("judge_check", lambda: _run(args, backend_factory))
 
 
@@ -72,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("task", metavar="TASK", help="the task whose judge is checked, e.g. explanation")
     parser.add_argument("--split", choices=("train", "dev", "all"), default="dev", help="entries (default dev)")
     parser.add_argument("--repeat", type=at_least(1), default=1, help="judgements per entry (self-agreement)")
-    parser.add_argument("--judge-temperature", type=float, help="the judge's sampling temperature (default 0)")
+    parser.add_argument(
+        "--judge-temperature", type=temperature_type, help="the judge's sampling temperature, 0-2 (default 0)"
+    )
     parser.add_argument("--corpus", type=Path, help="the judgement corpus (default: the task's)")
     parser.add_argument("--concurrency", type=at_least(1), default=1, help="judge calls in flight (default 1)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from attest.backends.settings import Settings
 
-__all__ = ["add_judge_options", "judge_settings", "margin_type"]
+__all__ = ["add_judge_options", "judge_settings", "margin_type", "temperature_type"]
 
 
 def margin_type(text: str) -> float:
@@ -22,6 +22,17 @@ def margin_type(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not (math.isfinite(value) and 0.0 <= value < 1.0):
         raise argparse.ArgumentTypeError(f"{text!r}: the margin is a gain in [0, 1) fixed before looking")
+    return value
+
+
+def temperature_type(text: str) -> float:
+    """An argparse type: a sampling temperature from 0 to 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and 0.0 <= value <= 2.0):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 2, not {text}")
     return value
 
 
