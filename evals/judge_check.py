@@ -28,7 +28,14 @@ from attest.backends.registry import make_backend
 from attest.backends.settings import Settings
 from attest.backends.types import Backend
 from attest.errors import AttestError, run_main
-from attest.options import OneLineErrorParser, add_backend_options, at_least
+from attest.options import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    OneLineErrorParser,
+    at_least,
+    attempts,
+    positive_seconds,
+)
 from attest.text import printable
 from evals import tasks
 from evals.analysis.judged import Agreement, agreement, kappa
@@ -82,9 +89,25 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--concurrency", type=at_least(1), default=1, help="judge calls in flight (default 1)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--store", help=STORE_HELP)
-    add_backend_options(parser, default_backend="auto")
-    add_judge_options(parser)
+    _add_transport_options(parser)
+    add_judge_options(parser, what="the judge's backend (env ATTEST_JUDGE_BACKEND)")
     return parser
+
+
+def _add_transport_options(parser: argparse.ArgumentParser) -> None:
+    """--retries and --timeout as every entry point has them (the judge is named by the --judge-* options)."""
+    parser.add_argument(
+        "--retries",
+        type=attempts,
+        default=DEFAULT_RETRIES,
+        help=f"attempts per request on transport faults, at least 1 (default {DEFAULT_RETRIES})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds to wait for one whole answer, more than 0 (default {DEFAULT_TIMEOUT_S:g})",
+    )
 
 
 def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
