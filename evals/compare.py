@@ -181,7 +181,8 @@ def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Names
 
         judged = judged_runs(store, *pairs[0])
         if isinstance(judged, str):
-            print(printable(f"compare: inconclusive: {judged}"))
+            withheld = {"metric": "judged", "verdict": "inconclusive", "withheld": judged, "exit_code": 3}
+            print(json.dumps(withheld, indent=1) if args.json else printable(f"compare: inconclusive: {judged}"))
             return EXIT_CODES["inconclusive"]
         pairs = [judged[:2]]
         print(printable(f"metric      judged score, {judged[2]}"), file=sys.stderr if args.json else sys.stdout)

@@ -79,6 +79,9 @@ def test_an_unvalidated_judge_is_refused_naming_judge_check_and_a_validated_one_
         assert _compare(cache) == 3
         out = capsys.readouterr().out
         assert "inconclusive" in out and COMMAND in out and "not validated" in out
+        assert _compare(cache, "--json") == 3
+        withheld = json.loads(capsys.readouterr().out)
+        assert withheld["verdict"] == "inconclusive" and COMMAND in withheld["withheld"]
         assert _check(cache, corpus, judge.url, monkeypatch) == 0
     capsys.readouterr()
     _compare(cache, "--json")
