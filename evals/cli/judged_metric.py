@@ -33,7 +33,9 @@ def judged_runs(store: RunStore, base: Run, cand: Run) -> tuple[Run, Run, str] |
     if b.judge != c.judge:
         return (
             f"the judge differs between the runs ({b.line()} / {c.line()}), a confounder like a scorer change: "
-            "judge both runs with one judge (rerun each eval with the same --judge-backend and --judge-model)"
+            "judge both runs with one judge (rerun each eval with the same --judge-backend and --judge-model: the "
+            "answers come from the cache); `rescore --run ID --judge-backend B --judge-model M` shows a run under "
+            "another judge from its cached judgements"
         )
     if not b.validated:
         return (
