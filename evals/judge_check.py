@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
         raise AttestError(f"{path}: no entries in split {args.split!r}")
     store = open_store(resolve_store_url(args.store), resolve_cache_dir(args.cache_dir))
     try:
-        backend = backend_factory(settings)
+        backend = backend_factory(dataclasses.replace(settings, stub_answer=task.judge.stub_answer))
         try:
             graded, ref = _grade(task.judge, entries, backend, store, args)
         finally:

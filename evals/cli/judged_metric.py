@@ -14,12 +14,12 @@ from dataclasses import replace
 
 from evals.analysis.pairing import Run
 from evals.render.judge_status import judge_check_command, judge_status
-from evals.store.records import RunStore
+from evals.store.protocols import Runs
 
 __all__ = ["judged_runs"]
 
 
-def judged_runs(store: RunStore, base: Run, cand: Run) -> tuple[Run, Run, str] | str:
+def judged_runs(store: Runs, base: Run, cand: Run) -> tuple[Run, Run, str] | str:
     """Both runs scored by their judgements and the judge's line, or why the judged score cannot decide."""
     statuses = [judge_status(store, run.manifest) for run in (base, cand)]
     unjudged = [run.run_id for run, s in zip((base, cand), statuses, strict=True) if s is None]

@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from attest.backends.types import Message
-from evals.corpus.cases import AnyCase
+from evals.corpus.cases import Case
 from evals.engine import provenance
-from evals.engine.chat import AnswerCache, CachedChat, MissingSampleError
+from evals.engine.chat import CachedChat, MissingSampleError
 from evals.engine.pipeline import GenerateStats, Planned, Progress, generate
 from evals.engine.scoring import parse_or_error
 from evals.engine.task import JudgeSpec, Task
 from evals.store.keys import Identity, request_key
 from evals.store.models import JudgeRef, JudgeSample, Manifest
+from evals.store.protocols import Answers
 
 __all__ = [
     "NOTHING_TO_JUDGE",
@@ -69,8 +70,8 @@ def parse_judgement(spec: JudgeSpec[Any], text: str) -> tuple[bool, str, bool]:
 
 def judge_run(
     task: Task[Any],
-    samples: Iterable[tuple[AnyCase, int, str]],
-    answers: AnswerCache,
+    samples: Iterable[tuple[Case, int, str]],
+    answers: Answers,
     judge: CachedChat,
     *,
     concurrency: int = 1,
@@ -86,7 +87,7 @@ def judge_run(
 
 
 def judge_ref(
-    task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], answers: AnswerCache, identity: Identity
+    task: Task[Any], samples: Iterable[tuple[Case, int, str]], answers: Answers, identity: Identity
 ) -> JudgeRef:
     """The judge requests of a run's samples keyed for the judge `identity`, asking nothing: where that judge's
     judgements of these answers are cached, if it made them (rescore reads them back)."""
@@ -105,7 +106,7 @@ def known_judge(manifests: Iterable[Manifest], backend: str, model: str = "") ->
     return None
 
 
-def judged_from_cache(task: Task[Any], ref: JudgeRef, cache: AnswerCache) -> list[Judged]:
+def judged_from_cache(task: Task[Any], ref: JudgeRef, cache: Answers) -> list[Judged]:
     """Each recorded judgement read from the cache; any missing is an error naming the samples, never a request."""
     spec = _spec(task)
     entries = cache.get_many([s.key for s in ref.samples if s.key])
@@ -151,7 +152,7 @@ def _as_task(task: Task[Any], spec: JudgeSpec[Any]) -> Task[Any]:
 
 
 def _plan(
-    spec: JudgeSpec[Any], samples: Sequence[tuple[AnyCase, int, str]], answers: AnswerCache, identity: Identity
+    spec: JudgeSpec[Any], samples: Sequence[tuple[Case, int, str]], answers: Answers, identity: Identity
 ) -> list[Planned]:
     entries = answers.get_many([key for _, _, key in samples])
     schema = spec.schema

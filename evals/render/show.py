@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attest.text import printable, printable_json
-from evals.store.records import Manifest, Prompts, RunError, RunStore
-
-if TYPE_CHECKING:
-    from evals.engine.pipeline import AnswerCache
+from evals.store.models import Manifest, Prompts
+from evals.store.protocols import Answers, Runs
+from evals.store.records import RunError
 
 __all__ = ["show_run"]
 
 
-def show_run(
-    store: RunStore, cache: AnswerCache, run_id: str, *, case: str | None = None, as_json: bool = False
-) -> str:
+def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = None, as_json: bool = False) -> str:
     manifest = store.manifest(run_id)
     report = store.report(run_id)
 
@@ -54,7 +51,7 @@ def _judged(row: dict[str, Any] | None) -> dict[str, Any]:
     return {} if row is None else {"judged": "pass" if row["passed"] else "fail", "judge_reason": row["reason"]}
 
 
-def _judge(store: RunStore, m: Manifest) -> list[str]:
+def _judge(store: Runs, m: Manifest) -> list[str]:
     """A judged run's judge and whether judge_check validated it."""
     if m.judge is None:
         return []

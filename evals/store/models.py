@@ -1,4 +1,4 @@
-"""The run records as strict, typed documents: manifest, prompts, report (decision, progress: side_records.py).
+"""The run records as strict, typed documents: manifest, prompts, report, decision, progress.
 
 Each record is a frozen `msgspec.Struct` with a `schema_version`, unknown fields refused and
 every field given a type and a range, so a record that decodes is one the commands can use
@@ -18,22 +18,25 @@ import msgspec
 from msgspec import Meta
 
 from attest.errors import AttestError
+from evals.store.judged import JudgedBlock
 
 __all__ = [
     "RUN_ID",
     "SCHEMA_VERSION",
+    "Decision",
     "JudgeIdentity",
     "JudgeRef",
     "JudgeSample",
-    "JudgedBlock",
-    "JudgedRow",
     "Manifest",
     "Prompts",
     "Provenance",
     "Record",
     "RecordError",
     "Report",
+    "ReportHead",
     "ResultRow",
+    "RunAuthor",
+    "RunProgress",
     "SampleRef",
     "decode",
 ]
@@ -108,6 +111,14 @@ def _where(exc: msgspec.ValidationError) -> str:
     return f"field {path or '(top level)'}: {message}"
 
 
+class RunAuthor(Record, frozen=True, kw_only=True):
+    """Who saved a run's manifest (a team's store records it)."""
+
+    host: str
+    user: str
+    git_commit: str | None
+
+
 class SampleRef(Record, frozen=True, kw_only=True):
     case: _Name
     sample: _Count
@@ -144,34 +155,13 @@ class JudgeIdentity(Record, frozen=True, kw_only=True):
 
 
 class JudgeRef(JudgeIdentity, frozen=True, kw_only=True):
-    """A judged run's judge: its identity, and the key of each sample's judgement."""
+    """A judged run's judge (its identity) and the key of each sample's judgement."""
 
     samples: list[JudgeSample] = []
 
     def identity(self) -> dict[str, Any]:
         """What names this judge in a validation: backend, model, digest, options and prompt fingerprint."""
         return self.to_dict(exclude=frozenset({"samples"}))
-
-
-class JudgedRow(Record, frozen=True, kw_only=True):
-    """One sample's judgement in a report's `judged` block (engine/judge.py's Judged as JSON)."""
-
-    id: _Name
-    sample: _Count
-    passed: bool
-    reason: Annotated[str, Meta(max_length=10_000)]
-    unparseable: bool = False
-
-
-class JudgedBlock(Record, frozen=True, kw_only=True):
-    """A report's `judged` block: the judge, its cache use, the counts and every sample's judgement."""
-
-    judge: JudgeIdentity
-    generate: dict[str, Any] = {}
-    samples: _Count
-    passed: _Count
-    unparseable: list[_Name] = []
-    results: list[JudgedRow]
 
 
 class Provenance(Record, frozen=True, kw_only=True):
@@ -245,21 +235,62 @@ class Report(Record, frozen=True, kw_only=True):
     results: list[dict[str, Any]]
     # the interval, families, baselines and detectable difference (analysis/uncertainty.py); the run scripts fill it
     uncertainty: dict[str, Any] = {}
-    # a judged run's judged pass rate beside the rule score: judge, n, passed, unparseable, per-sample grades
-    judged: dict[str, Any] = {}
+    judged: dict[str, Any] = {}  # a judged run's judge, counts and judgements (evals/store/judged.py's JudgedBlock)
 
     def __post_init__(self) -> None:
-        """Each row checked as a ResultRow (types and ranges), and the judged block as a JudgedBlock, kept as
+        """Each row checked as a ResultRow and the judged block as a JudgedBlock (types and ranges), kept as
         the dicts the renderers read."""
         for i, row in enumerate(self.results):
-            _check(row, ResultRow, f"results[{i}]")
+            check_as(row, ResultRow, f"results[{i}]")
         if self.judged:
-            _check(self.judged, JudgedBlock, "judged")
+            check_as(self.judged, JudgedBlock, "judged")
 
 
-def _check(data: Any, model: type[Record], where: str) -> None:
+def check_as(data: Any, model: type[msgspec.Struct], where: str) -> None:
+    """`data` checked as a `model` record, or ValueError naming the path from the top (msgspec's own form)."""
     try:
         msgspec.convert(data, model, strict=True)
-    except msgspec.ValidationError as exc:  # msgspec's own form, with the path from the top
+    except msgspec.ValidationError as exc:
         message, _, at = str(exc).partition(" - at `$")
         raise ValueError(f"{message} - at `$.{where}{at.rstrip('`')}`") from None
+
+
+class ReportHead(Record, frozen=True, kw_only=True, forbid_unknown_fields=False):
+    """What `runs list` reads of a report.json: its score, without its per-case results (the whole
+    report is checked where it is used: show, rescore, compare). Other fields are skipped unread."""
+
+    kind: ClassVar[str] = "report"
+
+    schema_version: Literal[1]
+    run_id: _RunId
+    overall: _Unit
+
+
+class Decision(Record, frozen=True, kw_only=True):
+    """The optimiser's gate, recorded beside the candidate run so rescore can re-check it."""
+
+    kind: ClassVar[str] = "decision"
+
+    schema_version: Literal[1] = 1
+    baseline_run: _RunId
+    candidate_run: _RunId
+    margin: Annotated[float, Meta(ge=0.0, lt=1.0)]
+    verdict: Literal["ship", "regress", "inconclusive"]
+    mean_difference: Annotated[float, Meta(ge=-1.0, le=1.0)]
+    interval: tuple[float, float]
+    p_value: _Unit
+    n: _Count
+    decided_at: _Time
+
+
+class RunProgress(Record, frozen=True, kw_only=True):
+    """progress.json: how many of a generating run's samples are settled, rewritten by its writer about
+    once a second, so `runs list` shows a live run as k/n (and one whose writer is gone as interrupted)."""
+
+    kind: ClassVar[str] = "progress"
+
+    schema_version: Literal[1] = 1
+    run_id: _RunId
+    done: _Count
+    total: _Count
+    updated: _Time

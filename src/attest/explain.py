@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from attest.backends.stub import explanation_answer
 from attest.backends.types import ChatJSON, Message
 from attest.chat import ask
 from attest.render import item_block, one_line
@@ -94,4 +95,4 @@ def judge_messages(profile: str, title: str, summary: str, text: str) -> list[Me
 
 def generate_explanation(profile: str, title: str, summary: str, *, chat_json: ChatJSON | None = None) -> Explanation:
     """Ask the model why the item matches the reader's interests (or for the refusal)."""
-    return ask(explanation_messages(profile, title, summary), Explanation, chat_json)
+    return ask(explanation_messages(profile, title, summary), Explanation, chat_json, stub_answer=explanation_answer)
