@@ -2,8 +2,9 @@
 
 BASE and CAND are run ids or `TASK@latest` / `TASK@previous`, narrowed with
 `,KEY=VALUE` pairs (`reaction@latest,backend=local,label=candidate`; keys backend,
-model, label, split) or `--base-filter` / `--cand-filter`; a reference that passed
-over newer runs that are not complete says so on stderr. The runs' reports give
+model, label, split, branch, commit (a prefix), subset) or `--base-filter` / `--cand-filter`.
+A reference passes over quick tries (`--limit`, `--case`) unless `subset=limit|case|any`, and
+one that passed over newer runs (not complete, or a subset) says so on stderr. The runs' reports give
 each case's scores (repeats are averaged within a case by `evals.analysis.comparison`), the
 corpus each run recorded gives each case's family, the manifests give what changed
 between the runs, and the cache gives the answers shown side by side. Nothing here
@@ -48,7 +49,7 @@ from evals.cli.options import margin_type
 from evals.render.comparison_text import to_text
 from evals.store.open import open_store
 from evals.store.records import DirStore, Manifest, RunError, RunStore
-from evals.store.refs import parse_filter, resolve
+from evals.store.refs import Resolved, UnknownTaskRef, parse_filter, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 if TYPE_CHECKING:
@@ -96,7 +97,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
         "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous, "
         "narrowed by KEY=VALUE pairs after a comma (TASK@latest,backend=local,model=NAME,label=LABEL; "
-        "keys backend, model, label, split); with --all they are @latest or @previous and every task is "
+        "keys backend, model, label, split, branch, commit (a prefix), subset=limit|case|any; quick tries "
+        "(--limit, --case) are passed over unless subset= asks for them); with --all they are @latest or "
+        "@previous and every task is "
         "decided together (Holm). Opens with what differs between the runs; when more than one of prompt, "
         "model and options differ the verdict is inconclusive (exit 3) unless --accept-mixed.",
     )
@@ -119,7 +122,10 @@ def _parser() -> argparse.ArgumentParser:
         "--accept-mixed", action="store_true", help="decide even when more than one of prompt, model, options differ"
     )
     parser.add_argument(
-        "--base-filter", default="", metavar="K=V,...", help="narrow BASE: backend=,model=,label=,split="
+        "--base-filter",
+        default="",
+        metavar="K=V,...",
+        help="narrow BASE: backend=,model=,label=,split=,branch=,commit=,subset=",
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
     out = parser.add_mutually_exclusive_group()
@@ -205,11 +211,23 @@ def _load_pair(store: RunStore, base: str, cand: str, args: argparse.Namespace) 
         (base, args.base_filter, "--base-filter"),
         (cand, args.cand_filter, "--cand-filter"),
     ):
-        found = resolve(store, ref, parse_filter(narrowing, option))
+        found = _resolve(store, ref, parse_filter(narrowing, option))
         if found.skipped:
             print(printable(f"compare: {found.note(ref)}"), file=sys.stderr)
         runs.append(load_run(store, found.run_id))
     return runs[0], runs[1]
+
+
+def _resolve(store: RunStore, ref: str, where: Mapping[str, str]) -> Resolved:
+    """`resolve`, naming the known tasks when a reference's task is none of them."""
+    try:
+        return resolve(store, ref, where)
+    except UnknownTaskRef as exc:
+        from evals import tasks  # the registry only on this error path: it costs compare its start-up
+
+        if exc.task not in tasks.names():
+            raise RunError(f"{ref!r}: unknown task {exc.task!r}; {tasks.known()}") from None
+        raise
 
 
 def _print(found: list[Comparison], args: argparse.Namespace) -> None:

@@ -39,7 +39,7 @@ from attest.options import OneLineErrorParser, add_backend_options, at_least, se
 from evals.analysis.comparison import compare
 from evals.analysis.pairing import Run, pair
 from evals.cli.optimize_output import Outcome, print_outcome, record, record_path
-from evals.cli.options import margin_type
+from evals.cli.options import label_type, margin_type
 from evals.cli.runner import BackendFactory
 from evals.cli.tagging_search import (
     BASELINE,
@@ -125,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument(
+        "--label",
+        type=label_type,
+        default="optimiser",
+        metavar="NAME",
+        help="label the two runs 'NAME baseline' and 'NAME candidate' (default optimiser)",
+    )
     parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
     add_backend_options(parser, default_backend="auto")
     return parser
@@ -182,8 +189,8 @@ def _optimise(
         budgeted, train, seed=args.seed, max_demos=args.max_demos, instructions=BASELINE.instructions, label=label
     )
     dev_chat = CachedChat.from_backend(backend, cache, identity)
-    baseline = run_prompt(dev_chat, store, judged, BASELINE, "optimiser baseline", split=args.split)
-    candidate = run_prompt(dev_chat, store, judged, found.prompt, "optimiser candidate", split=args.split)
+    baseline = run_prompt(dev_chat, store, judged, BASELINE, f"{args.label} baseline", split=args.split)
+    candidate = run_prompt(dev_chat, store, judged, found.prompt, f"{args.label} candidate", split=args.split)
     runs = Run(baseline.manifest, baseline.report), Run(candidate.manifest, candidate.report)
     decision = gate(store, *runs, margin=args.margin)  # the ship decision, recorded beside the candidate
     comparison = compare(*pair(*runs), margin=args.margin)  # the same pairing, for the printed figures

@@ -447,7 +447,7 @@ def test_newest_first_follows_creation_time_not_the_random_part_of_the_id(
 def test_show_case_latest_previous_and_reaction_reasoning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = eval_run(reaction_eval.TASK, tmp_path, capsys)
     code, _, err = cli(tmp_path, capsys, "show", "reaction@previous")
-    assert code == 1 and "1 complete run(s)" in err
+    assert code == 1 and "1 complete whole-split run(s)" in err
     one_line_error(err, "runs")
     second = eval_run(reaction_eval.TASK, tmp_path, capsys)
     code, latest, _ = cli(tmp_path, capsys, "show", "reaction@latest")

@@ -24,6 +24,7 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
+from evals.cli.options import label_type
 from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import CachedChat, Task, load_cases
 from evals.engine.progress import stderr_progress
@@ -60,6 +61,13 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--case", action="append", default=[], metavar="ID", help="only this case (repeatable; recorded in the run)"
+    )
+    parser.add_argument(
+        "--label",
+        type=label_type,
+        default="",
+        metavar="NAME",
+        help="a name for this run (baseline, candidate...): narrow refs with label=",
     )
     parser.add_argument("--repeat", type=at_least(1), default=1, help="samples per case, 1 or more (default 1)")
     parser.add_argument(
@@ -137,7 +145,9 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
         backend = backend_factory(settings_from(args))
         try:
             only = tuple(dict.fromkeys(args.case))
-            spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)
+            spec = RunSpec(
+                task, cases, corpus, corpus_path, args.split, args.repeat, label=args.label, limit=args.limit, only=only
+            )
             outcome = _generate_and_score(spec, args, store, backend)
         finally:
             backend.close()

@@ -135,6 +135,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
     schema = spec.task.schema
     first = [p.messages for p in planned if p.sample == 0]
     commit, dirty = provenance.git_state() if record_git else (None, None)
+    branch = provenance.git_branch() if record_git else None
     prompts = provenance.system_prompts(first)
     return Manifest(
         run_id=run_id,
@@ -158,6 +159,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
             scorer_fingerprint=provenance.scorer_fingerprint(spec.task.score_one),
             git_commit=commit,
             git_dirty=dirty,
+            git_branch=branch,
             attest_version=provenance.version(),
             corpus=provenance.corpus_ref(spec.corpus_path),
             corpus_sha256=corpus_digests(spec.corpus),
