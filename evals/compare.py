@@ -21,7 +21,8 @@ Refused in one line (exit 1): a run compared with itself; runs of different task
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
-`--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
+`--summary FILE` appends the markdown comparison to FILE (GitHub's `$GITHUB_STEP_SUMMARY`), never
+overwriting what is there. `--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
 standard output).
 
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
@@ -128,6 +129,11 @@ def _parser() -> argparse.ArgumentParser:
         help="narrow BASE: backend=,model=,label=,split=,branch=,commit=,subset=",
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
+    parser.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="also append the markdown comparison to FILE (never overwritten), as to $GITHUB_STEP_SUMMARY",
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
@@ -181,9 +187,24 @@ def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Names
         _write_html(found, scores, store, cache, args.html)
     if args.html != "-":
         _print(found, args)
+    if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
+        _append_summary(found, args.summary)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
+
+
+def _append_summary(found: list[Comparison], target: str) -> None:
+    """Append the comparison as markdown to `target` (a step summary gathers every step's)."""
+    from evals.render.comparison_markdown import to_markdown
+
+    try:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
+    except OSError as exc:
+        raise RunError(
+            f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
+        ) from None
 
 
 def _task_names() -> tuple[str, ...]:
