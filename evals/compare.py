@@ -51,7 +51,7 @@ from evals.render.comparison_text import to_text
 from evals.store.open import open_store
 from evals.store.records import DirStore, Manifest, RunError, RunStore
 from evals.store.refs import Resolved, UnknownTaskRef, parse_filter, resolve
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_store_url
 
 if TYPE_CHECKING:
     from evals.engine.pipeline import AnswerCache
@@ -264,7 +264,7 @@ def _print(found: list[Comparison], args: argparse.Namespace) -> None:
     else:
         for x in found:
             print(printable(to_text(x), multiline=True), end="")
-            where = f" --cache-dir {args.cache_dir}" if args.cache_dir else ""
+            where = hint_options(args.cache_dir, args.store)
             print(printable(f"see a case: python -m evals.runs{where} show {x.cand_run} --case ID"))
 
 

@@ -16,6 +16,7 @@ from evals.engine.execute import RunOutcome
 from evals.engine.pipeline import EvalResult
 from evals.store.local.cache import Identity
 from evals.store.records import Decision, new_run_id, write_atomic
+from evals.store.settings import hint_options
 from evals.tagging_eval import TASK
 
 __all__ = ["Outcome", "compare_command", "print_outcome", "record", "record_path", "shown"]
@@ -43,7 +44,7 @@ class Outcome:
 
 
 def compare_command(args: argparse.Namespace, outcome: Outcome) -> str:
-    where = f" --cache-dir {args.cache_dir}" if args.cache_dir else ""
+    where = hint_options(args.cache_dir, args.store)
     margin = f" --margin {args.margin:g}" if args.margin else ""
     return f"python -m evals.compare{where}{margin} {outcome.baseline_run.run_id} {outcome.candidate_run.run_id}"
 

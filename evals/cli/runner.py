@@ -3,7 +3,8 @@
 `python evals/run_reaction_eval.py --backend local --split dev` and friends are
 thin wrappers over `main(task, argv)`. `main` takes the backend factory, so tests
 pass a fake instead of patching this module. After the report, the run's page is
-written beside its records (`cache/runs/<id>/report.html`) and its path is the last line.
+written beside its records (`cache/runs/<id>/report.html`; for a team's store, into the local
+cache at `cache/pages/<id>/report.html`) and its path is the last line.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from evals.render.report import annotate, degenerate_warnings, print_report, wri
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.records import DirStore, RunStore
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
+from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
 
@@ -189,16 +190,18 @@ def _show(
     outcome = annotate(outcome, store)
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
     degenerate = degenerate_warnings(outcome, texts)
+    hint = hint_options(args.cache_dir, args.store)
     if args.json:
         print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
         where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
-        print_report(outcome, where, worst=args.worst, degenerate=degenerate)
-    if not isinstance(store, DirStore):  # a team's store: the page is written on demand (`runs show ID --html FILE`)
-        return
+        print_report(outcome, where, worst=args.worst, degenerate=degenerate, hint=hint)
+    # a team's store keeps records, not pages: its run's page goes into the local cache, as any run's does
+    local = None if isinstance(store, DirStore) else resolve_cache_dir(args.cache_dir) / "pages" / outcome.run_id
     try:
-        page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
+        page = write_run_page(outcome, store, texts, degenerate, None if local is None else local / "report.html")
     except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing
-        print(f"warning: report.html not written ({exc}); `runs show ID --html FILE` retries", file=sys.stderr)
+        retry = f"`python -m evals.runs{hint} show {outcome.run_id} --html FILE` retries"
+        print(f"warning: report.html not written ({exc}); {retry}", file=sys.stderr)
         return
     print(f"  page            {page}", file=sys.stderr if args.json else sys.stdout)

@@ -34,7 +34,7 @@ from evals.analysis.degenerate import degenerate
 from evals.analysis.stub_texts import stub_texts
 from evals.engine.execute import RunOutcome
 from evals.store.protocols import Runs
-from evals.store.records import DirStore, RunError, write_atomic
+from evals.store.records import DirStore, RunError, RunStore, write_atomic
 
 __all__ = ["annotate", "degenerate_warnings", "inputs_sha256", "print_report", "write_run_page"]
 
@@ -122,22 +122,31 @@ def degenerate_warnings(outcome: RunOutcome, texts: Mapping[tuple[str, int], str
 
 
 def write_run_page(
-    outcome: RunOutcome, store: DirStore, texts: Mapping[tuple[str, int], str | None], warnings: Sequence[str]
+    outcome: RunOutcome,
+    store: RunStore,
+    texts: Mapping[tuple[str, int], str | None],
+    warnings: Sequence[str],
+    path: Path | None = None,
 ) -> Path:
-    """report.html beside the run's records, from what they hold; returns its path."""
+    """The run's page at `path` (default report.html beside the run's records), from what they hold; its path."""
     from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
     page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings)
-    path = store.run_dir(outcome.run_id) / "report.html"
+    if path is None:
+        if not isinstance(store, DirStore):
+            raise ValueError("a shared store's run page needs a path in the local cache")
+        path = store.run_dir(outcome.run_id) / "report.html"
     write_atomic(path, page)
     return path
 
 
-def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = ()) -> None:
+def print_report(
+    outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = (), hint: str = ""
+) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
-    `degenerate` warnings are printed under the headline."""
+    `degenerate` warnings are printed under the headline; `hint` is the options the `runs show` line carries."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
     print(
@@ -164,7 +173,7 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, de
         print(f"    {r.score:.2f}  {r.id}#{r.sample}: {printable('; '.join(r.errors) or '(no errors)')}")
     shown_at = run_dir / "report.json" if isinstance(run_dir, Path) else f"run {outcome.run_id} in {run_dir}"
     print(f"  report          {printable(str(shown_at))}")
-    print(f"  answers         python -m evals.runs show {outcome.run_id}")
+    print(f"  answers         python -m evals.runs{printable(hint)} show {outcome.run_id}")
 
 
 def producer_lines(workers: dict[str, int], servers: dict[str, int]) -> list[str]:

@@ -1,0 +1,47 @@
+"""A `--store` eval names its page (issue 34, item 6): the page is written into the local cache and
+printed last, and every printed hint carries `--store` so that it works when pasted."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from evals import compare, runs
+from evals.cli.runner import main as run_main
+from evals.reaction_eval import TASK
+
+pytestmark = pytest.mark.postgres
+
+
+def test_a_store_eval_prints_its_page_last_and_hints_that_paste(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    assert run_main(TASK, ["--offline", "--store", pg_url, "--cache-dir", str(cache)]) == 0
+    *_, show, page = capsys.readouterr().out.rstrip("\n").splitlines()
+    match = re.fullmatch(r"  answers +python -m evals\.runs (.*) show (\S+)", show)
+    assert match, show
+    run_id = match.group(2)
+    assert page.split() == ["page", str(cache / "pages" / run_id / "report.html")]
+    html = Path(page.split()[1]).read_text(encoding="utf-8")
+    assert run_id in html and "<html" in html
+    pasted = shlex.split(match.group(1))
+    assert pasted == ["--cache-dir", str(cache), "--store", pg_url]
+    assert runs.main([*pasted, "show", run_id, "--case", "fx-chemist-item-03"]) == 0  # the hint works as printed
+    assert "fx-chemist-item-03" in capsys.readouterr().out
+    assert run_main(TASK, ["--offline", "--store", pg_url, "--cache-dir", str(cache)]) == 0
+    capsys.readouterr()
+    compare.main(["--store", pg_url, "--cache-dir", str(cache), "reaction@previous", "reaction@latest"])
+    see = capsys.readouterr().out.rstrip("\n").splitlines()[-1]
+    assert see.startswith("see a case: python -m evals.runs ") and f"--store {shlex.quote(pg_url)}" in see, see
+
+
+def test_a_hint_leaves_the_password_out() -> None:
+    from evals.store.settings import hint_options
+
+    assert hint_options(None, "postgresql://ann:s3cret@db.example/evals") == " --store postgresql://ann@db.example/evals"
+    assert hint_options("c d", None) == " --cache-dir 'c d'"
+    assert hint_options(None, None) == ""
