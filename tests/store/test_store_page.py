@@ -42,6 +42,8 @@ def test_a_store_eval_prints_its_page_last_and_hints_that_paste(
 def test_a_hint_leaves_the_password_out() -> None:
     from evals.store.settings import hint_options
 
-    assert hint_options(None, "postgresql://ann:s3cret@db.example/evals") == " --store postgresql://ann@db.example/evals"
+    assert (
+        hint_options(None, "postgresql://ann:s3cret@db.example/evals") == " --store postgresql://ann@db.example/evals"
+    )
     assert hint_options("c d", None) == " --cache-dir 'c d'"
     assert hint_options(None, None) == ""
