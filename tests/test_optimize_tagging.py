@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +38,7 @@ from evals import compare as compare_cli
 from evals import tagging_eval
 from evals.corpus.cases import TaggingCase
 from evals.engine.pipeline import CachedChat, CacheOnlyChat, unsampled
+from evals.store import refs
 from evals.store.local.cache import Identity, ResponseCache
 from evals.store.records import Decision, DirStore
 from tests.fakes import FakeBackend, RecordingChat
@@ -420,3 +422,15 @@ def test_a_backend_failure_mid_search_ends_the_run_at_once(
     assert len(ours) == 1, err
     assert ours[0].startswith("optimize-tagging: error: the server at http://127.0.0.1:")
     assert "failed (500: out of memory)" in ours[0]
+
+
+def test_label_names_the_optimisers_two_runs(optimiser: ModuleType, accepted: Accepted, tmp_path: Path) -> None:
+    store = DirStore(accepted.cache / "runs")
+    assert [store.manifest(r).label for r in accepted.first.runs] == ["optimiser baseline", "optimiser candidate"]
+    cache = tmp_path / "cache"
+    shutil.copytree(accepted.cache, cache)
+    run = _optimise(optimiser, cache, better, "--label", "demos-v2", "--output", str(tmp_path / "t.json"))
+    assert run.code == 0
+    labelled = DirStore(cache / "runs")
+    assert [labelled.manifest(r).label for r in run.runs] == ["demos-v2 baseline", "demos-v2 candidate"]
+    assert refs.resolve_ref(labelled, "tagging@latest,label=optimiser candidate") == accepted.second.runs[1]
