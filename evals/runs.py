@@ -6,8 +6,9 @@
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
   answer text from the cache, its score and the scorer's errors; `--html FILE` writes the
   run's page instead (one offline HTML file, evals/render/html.py; `-` for stdout).
-- `prune --incomplete | --older-than DAYS | --keep-last N`: removes run directories
-  (a dry run unless `--yes`), never a run another process is writing.
+- `prune --incomplete | --subsets | --older-than DAYS | --keep-last N`: removes run directories
+  (a dry run unless `--yes`), never a run another process is writing; `--keep-last` counts complete
+  whole-split runs, so quick tries never push a baseline out (evals/cli/prune.py).
 - `gc`: removes cache entries that no remaining run references (dry run unless `--yes`).
 
 - `push` / `pull` (with `--store URL` or ATTEST_STORE): copy answers and run records from the
@@ -17,15 +18,12 @@ With `--store URL` (or ATTEST_STORE), `list`, `show` read the team's store; `lis
 also shows who made each run (user@host, git commit). `prune` and `gc` act on the local cache.
 
 RUN is a run id, or `TASK@latest` / `TASK@previous`.
-
-RUN is a run id, or `TASK@latest` / `TASK@previous`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -37,7 +35,7 @@ from attest.text import printable
 from evals.store.local.cache import ResponseCache
 from evals.store.open import StoreAnswers, open_store
 from evals.store.records import Decision, DirStore, Manifest, Prompts, Report, RunError, RunStore
-from evals.store.refs import RunRow, list_runs, resolve_ref
+from evals.store.refs import list_runs, resolve_ref
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
 
@@ -169,55 +167,6 @@ def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
     return stub_texts(task, cases)
 
 
-def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
-    rows = list_runs(store)
-    doomed: list[RunRow] = []
-    if args.incomplete:
-        doomed += [r for r in rows if r.summary is None or r.summary.status != "complete"]
-    if args.older_than is not None:
-        cutoff = time.time() - args.older_than * 86400
-        doomed += [r for r in rows if r.summary is not None and r.summary.created < cutoff]
-    if args.keep_last is not None:
-        kept: dict[str, int] = {}
-        for r in rows:  # newest first
-            if r.summary is not None and r.summary.status == "complete":
-                kept[r.summary.task] = kept.get(r.summary.task, 0) + 1
-                if kept[r.summary.task] > args.keep_last:
-                    doomed.append(r)
-    return list({r.run_id: r for r in doomed}.values())
-
-
-def _prune(store: DirStore, args: argparse.Namespace) -> int:
-    if not (args.incomplete or args.older_than is not None or args.keep_last is not None):
-        raise AttestError("say what to prune: --incomplete, --older-than DAYS or --keep-last N")
-    removed = 0
-    for row in _doomed(store, args):
-        if not args.yes:
-            busy = store.busy(row.run_id)
-            print(f"keep   {row.run_id} (another process is writing it)" if busy else f"would remove {row.run_id}")
-            continue
-        removed += _remove(store, row.run_id)
-    if not args.yes:
-        print("dry run: nothing removed; add --yes to remove these")
-    else:
-        print(f"removed {removed} run(s)")
-    return 0
-
-
-def _remove(store: DirStore, run_id: str) -> int:
-    """Remove a run holding its lock, so no writer can start on it meanwhile; 0 when another process writes it."""
-    with store.claim(run_id) as mine:
-        if not mine:
-            print(f"keep   {run_id} (another process is writing it)")
-            return 0
-        print(f"remove {run_id}")
-        try:
-            shutil.rmtree(store.run_dir(run_id))
-        except OSError as exc:
-            raise RunError(f"cannot remove {store.run_dir(run_id)} ({exc.strerror or exc})") from None
-    return 1
-
-
 def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
     started = time.time()
     keep: set[str] = set()
@@ -261,7 +210,13 @@ def _parser() -> argparse.ArgumentParser:
     prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")
-    prune.add_argument("--keep-last", type=at_least(1), metavar="N", help="all but the newest N complete runs per task")
+    prune.add_argument("--subsets", action="store_true", help="quick tries: runs of --limit N or --case ID")
+    prune.add_argument(
+        "--keep-last",
+        type=at_least(1),
+        metavar="N",
+        help="all but the newest N complete whole-split runs per task (quick tries go by --subsets)",
+    )
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
@@ -309,7 +264,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if url is not None:
         raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
     if args.command == "prune":
-        return _prune(store, args)
+        from evals.cli.prune import prune
+
+        return prune(store, args)
     return _gc(store, cache_dir, args)
 
 

@@ -34,7 +34,7 @@ from tests.test_records import hold_in_another_process
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
-SHOW_LINE = re.compile(r"^  answers +python -m evals\.runs show (\S+)$")
+SHOW_LINE = re.compile(r"^  answers +python -m evals\.runs --cache-dir \S+ show (\S+)$")
 PAGE_LINE = re.compile(r"^  page +(\S+/report\.html)$")
 
 

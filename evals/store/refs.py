@@ -97,8 +97,19 @@ def _read_all(store: RunStore, task: str | None) -> list[RunRow]:
             rows.append(RunRow(run_id, None, str(exc)))
             continue
         if task is None or summary.task == task:
-            rows.append(RunRow(run_id, summary))
+            rows.append(RunRow(run_id, _progress(store, summary)))
     return rows
+
+
+def _progress(store: RunStore, summary: Summary) -> Summary:
+    """A shared store's `generating` run as `generating k/n`, from the progress its writer records."""
+    if summary.status != "generating":
+        return summary
+    try:
+        done = store.load(summary.run_id, "progress", RunProgress) if store.exists(summary.run_id, "progress") else None
+    except RunError:
+        done = None
+    return summary.replace(status=f"generating {min(done.done, summary.samples) if done else 0}/{summary.samples}")
 
 
 def _summary(store: RunStore, run_id: str) -> Summary:

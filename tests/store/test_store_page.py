@@ -47,3 +47,25 @@ def test_a_hint_leaves_the_password_out() -> None:
     )
     assert hint_options("c d", None) == " --cache-dir 'c d'"
     assert hint_options(None, None) == ""
+
+
+def test_runs_list_on_a_store_shows_a_run_in_flight_as_generating_k_of_n(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evals.store.open import open_store
+    from evals.store.records import RunProgress, new_run_id
+
+    assert run_main(TASK, ["--offline", "--store", pg_url, "--cache-dir", str(tmp_path), "--limit", "6"]) == 0
+    opened = open_store(pg_url, tmp_path)
+    try:
+        (done,) = opened.runs.run_ids()
+        flying = new_run_id("reaction")
+        manifest = opened.runs.manifest(done).replace(run_id=flying, status="generating")
+        opened.runs.save(flying, "manifest", manifest)
+        opened.runs.save(flying, "progress", RunProgress(run_id=flying, done=4, total=6, updated=1.0))
+    finally:
+        opened.close()
+    capsys.readouterr()
+    assert runs.main(["--store", pg_url, "--cache-dir", str(tmp_path), "list"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert "generating 4/6" in rows[flying] and " complete " in rows[done]
