@@ -47,6 +47,7 @@ from attest.text import printable
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
+from evals.cli.prices import PRICES_HELP, load_prices
 from evals.render.comparison_text import to_text
 from evals.store.open import open_store
 from evals.store.records import DirStore, Manifest, RunError, RunStore
@@ -129,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
         help="narrow BASE: backend=,model=,label=,split=,branch=,commit=,subset=",
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
+    parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
     parser.add_argument(
         "--summary",
         metavar="FILE",
@@ -162,6 +164,7 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    args.price_list = load_prices(args.prices)
     cache_dir = resolve_cache_dir(args.cache_dir)
     url = resolve_store_url(args.store)
     if url is None and not (cache_dir / "responses").is_dir():  # no answers cached: the records alone
@@ -186,7 +189,7 @@ def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Names
     if args.html is not None:
         _write_html(found, scores, store, cache, args.html)
     if args.html != "-":
-        _print(found, args)
+        _print(found, pairs, args)
     if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
         _append_summary(found, args.summary)
     if args.html not in (None, "-"):
@@ -251,19 +254,24 @@ def _resolve(store: RunStore, ref: str, where: Mapping[str, str]) -> Resolved:
         raise
 
 
-def _print(found: list[Comparison], args: argparse.Namespace) -> None:
+def _print(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argparse.Namespace) -> None:
+    from evals.render.comparison_tokens import token_json, token_lines
+
     if args.json:
         from evals.render.comparison_json import to_json  # here: each format's renderer only when asked for
 
         data: Any = to_json(found[0]) if len(found) == 1 else _all_json(found)
+        for one, (b, c) in zip(data["comparisons"] if len(found) > 1 else [data], pairs, strict=True):
+            one["runs"] = token_json(b, c, args.price_list)
         print(json.dumps(data, indent=1))
     elif args.markdown:
         from evals.render.comparison_markdown import to_markdown
 
         print(printable(to_markdown(found), multiline=True))
     else:
-        for x in found:
+        for x, (b, c) in zip(found, pairs, strict=True):
             print(printable(to_text(x), multiline=True), end="")
+            print(printable("\n".join(token_lines(b, c, args.price_list)), multiline=True))
             where = hint_options(args.cache_dir, args.store)
             print(printable(f"see a case: python -m evals.runs{where} show {x.cand_run} --case ID"))
 

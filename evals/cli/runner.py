@@ -26,6 +26,7 @@ from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
 from evals.cli.options import label_type
+from evals.cli.prices import PRICES_HELP, load_prices
 from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import CachedChat, Task, load_cases
 from evals.engine.progress import stderr_progress
@@ -91,6 +92,7 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--offline", action="store_true", help="use the stub backend: no model, no network (same as --backend stub)"
     )
+    parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument("--worst", type=at_least(0), default=5, help="how many of the worst cases to show (default 5)")
     add_backend_options(parser, default_backend="auto")
@@ -140,6 +142,7 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
         cases = named(cases, args.case, f"the {args.split} split of {corpus_path}")
     if args.limit is not None:
         cases = stratified(cases, args.limit)
+    args.price_list = load_prices(args.prices)  # before any model call: a bad price list costs nothing
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
@@ -195,11 +198,12 @@ def _show(
         print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
         where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
-        print_report(outcome, where, worst=args.worst, degenerate=degenerate, hint=hint)
+        print_report(outcome, where, worst=args.worst, degenerate=degenerate, hint=hint, prices=args.price_list)
     # a team's store keeps records, not pages: its run's page goes into the local cache, as any run's does
     local = None if isinstance(store, DirStore) else resolve_cache_dir(args.cache_dir) / "pages" / outcome.run_id
     try:
-        page = write_run_page(outcome, store, texts, degenerate, None if local is None else local / "report.html")
+        at = None if local is None else local / "report.html"
+        page = write_run_page(outcome, store, texts, degenerate, at, args.price_list)
     except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing
         retry = f"`python -m evals.runs{hint} show {outcome.run_id} --html FILE` retries"
         print(f"warning: report.html not written ({exc}); {retry}", file=sys.stderr)

@@ -175,7 +175,7 @@ def report_of(manifest: Manifest, result: EvalResult, stats: GenerateStats | Non
     generate: dict[str, Any] = {}
     if stats is not None:
         generate = {"samples": stats.samples, "hits": stats.hits, "misses": stats.misses, "seconds": stats.seconds}
-        generate.update(workers=stats.workers, servers=stats.servers)
+        generate.update(workers=stats.workers, servers=stats.servers, tokens=stats.tokens)
     return Report(
         run_id=manifest.run_id,
         task=manifest.task,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals.analysis.degenerate import parse_answer
+from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.engine.pipeline import AnswerCache
 from evals.render import plots
 from evals.store.records import Manifest, Report, SampleRef
@@ -80,12 +81,13 @@ def run_page_data(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
 ) -> RunPage:
     """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone)."""
     scored = {(str(r["id"]), int(r["sample"])): r for r in (report.results if report else [])}
     rows = [_row(s, scored.get((s.case, s.sample), {}), texts.get((s.case, s.sample)), cases) for s in manifest.samples]
     page = RunPage(manifest, report, dict(prompts), rows, list(warnings), sorted({r.family for r in rows}))
-    page.facts = _facts(manifest, report)
+    page.facts = _facts(manifest, report, prices)
     page.plots = _plots(page, cases)
     return page
 
@@ -108,7 +110,7 @@ def _row(s: SampleRef, result: Mapping[str, Any], text: str | None, cases: Mappi
     )
 
 
-def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
+def _facts(m: Manifest, report: Report | None, prices: PriceList | None) -> list[tuple[str, str]]:
     p = m.provenance
     facts = [
         ("run", m.run_id),
@@ -122,6 +124,7 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
         ("scorer fingerprint", p.scorer_fingerprint),
         ("corpus", f"{p.corpus} " + " ".join(f"{k}:{v}" for k, v in sorted(p.corpus_sha256.items()))),
         ("commit", (p.git_commit or "n/a") + (" (uncommitted changes)" if p.git_dirty else "")),
+        ("branch", p.git_branch or "n/a"),
         ("attest", p.attest_version),
     ]
     if m.label:
@@ -136,6 +139,11 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
             facts.append(
                 ("cache", f"{gen.get('hits')} hits, {gen.get('misses')} misses, {gen.get('seconds', 0):.2f} s")
             )
+            tokens = gen.get("tokens") if isinstance(gen.get("tokens"), dict) else None
+            facts.append(("tokens", tokens_text(tokens, int(gen.get("samples", len(m.samples))))))
+        cost = cost_text(m.backend, m.model, report.generate.get("tokens"), prices)
+        if cost is not None:
+            facts.append(("cost", cost))
     return facts
 
 

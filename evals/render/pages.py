@@ -11,6 +11,7 @@ from typing import Any
 
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
+from evals.analysis.tokens import PriceList
 from evals.engine import provenance
 from evals.engine.pipeline import AnswerCache
 from evals.render import html
@@ -46,9 +47,10 @@ def run_html(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
 ) -> str:
     """A run's page from what the run recorded."""
-    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings))
+    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, prices))
 
 
 def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: StubTexts | None = None) -> str:

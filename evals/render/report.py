@@ -32,6 +32,7 @@ from attest.text import printable
 from evals.analysis import baselines
 from evals.analysis.degenerate import degenerate
 from evals.analysis.stub_texts import stub_texts
+from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.engine.execute import RunOutcome
 from evals.store.protocols import Runs
 from evals.store.records import DirStore, RunError, RunStore, write_atomic
@@ -127,13 +128,14 @@ def write_run_page(
     texts: Mapping[tuple[str, int], str | None],
     warnings: Sequence[str],
     path: Path | None = None,
+    prices: PriceList | None = None,
 ) -> Path:
     """The run's page at `path` (default report.html beside the run's records), from what they hold; its path."""
     from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
-    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings)
+    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings, prices)
     if path is None:
         if not isinstance(store, DirStore):
             raise ValueError("a shared store's run page needs a path in the local cache")
@@ -143,7 +145,13 @@ def write_run_page(
 
 
 def print_report(
-    outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = (), hint: str = ""
+    outcome: RunOutcome,
+    run_dir: Path | str,
+    *,
+    worst: int = 5,
+    degenerate: Sequence[str] = (),
+    hint: str = "",
+    prices: PriceList | None = None,
 ) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
     `degenerate` warnings are printed under the headline; `hint` is the options the `runs show` line carries."""
@@ -162,6 +170,10 @@ def print_report(
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
+    print(f"  tokens          {tokens_text(stats.tokens, stats.samples)}")
+    cost = cost_text(manifest.backend, manifest.model, stats.tokens, prices)
+    if cost is not None:
+        print(f"  cost            {printable(cost)}")
     for line in producer_lines(stats.workers, stats.servers):
         print(line)
     for line in _summary_lines(result.summary, block.get("verdicts")):
