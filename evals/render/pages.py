@@ -16,7 +16,7 @@ from evals.engine import provenance
 from evals.engine.pipeline import AnswerCache
 from evals.render import html
 from evals.render.page_compare import compare_page_data, overview
-from evals.render.page_run import answer_texts, run_page_data
+from evals.render.page_run import META, answer_texts, run_page_data
 from evals.store.records import Manifest, Prompts, Report, RunStore
 
 __all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
@@ -72,8 +72,17 @@ def comparison_html(
         answers = (_first_answers(store, cache, x.base_run), _first_answers(store, cache, x.cand_run))
         family = {**c.family, **b.family}
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
-        pages.append(compare_page_data(x, answers, family, scores))
+        pages.append(compare_page_data(x, answers, family, scores, _titles(store, x.cand_run)))
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
+
+
+def _titles(store: RunStore, run_id: str) -> dict[str, str]:
+    """case id -> its item's title (or first text input) from the corpus the run recorded."""
+    titles = {}
+    for case_id, case in corpus_cases(store.manifest(run_id)).items():
+        text = case.get("title") or next((v for k, v in case.items() if k not in META and isinstance(v, str)), "")
+        titles[case_id] = str(text)
+    return titles
 
 
 def _first_answers(store: RunStore, cache: AnswerCache | None, run_id: str) -> dict[str, str]:
