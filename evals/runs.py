@@ -3,6 +3,8 @@
 - `list`: one row per run, newest first (id, task, status, backend, model, split, n,
   prompt fingerprint, score, age); `--task`, `--json`. Runs unchanged since the last
   listing come from `runs/.index.json` (evals/store/local/run_index.py), so 1,000 runs list at once.
+- `trend TASK [--branch B] [--label L] [--limit N] [--html FILE]`: the task's score over its complete
+  whole-split runs, oldest first, with what changed between them (evals/cli/trend.py).
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
   answer text from the cache, its score and the scorer's errors; `--html FILE` writes the
   run's page instead (one offline HTML file, evals/render/html.py; `-` for stdout).
@@ -85,6 +87,13 @@ def _list(store: RunStore, args: argparse.Namespace) -> int:
             + (_author(authors.get(row.run_id)) if authors is not None else "")
         )
     return 0
+
+
+def _trend(store: RunStore, cache_dir: Any, args: argparse.Namespace) -> int:
+    from evals.cli.trend import run_trend
+
+    _known_task(store, args.task)
+    return run_trend(store, cache_dir, args)
 
 
 def _known_task(store: RunStore, task: str | None) -> str | None:
@@ -207,6 +216,14 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument(
         "--html", metavar="FILE", help="write the run's page (one offline HTML file) to FILE; - for stdout"
     )
+    trend = sub.add_parser("trend", help="a task's score over its complete whole-split runs, oldest first")
+    trend.add_argument("task", metavar="TASK", help="the task")
+    trend.add_argument("--branch", help="only runs made on this git branch")
+    trend.add_argument("--label", help="only runs with this label")
+    trend.add_argument("--limit", type=at_least(1), metavar="N", help="only the newest N runs")
+    trend.add_argument(
+        "--html", metavar="FILE", help="also write the trend's page (one offline HTML file); - for stdout"
+    )
     prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")
@@ -222,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
     push = sub.add_parser("push", help="copy the local cache's answers and runs into the store (--store, ATTEST_STORE)")
     pull = sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
-    for command in (ls, show, prune, gc, push, pull):  # the shared options before or after the subcommand
+    for command in (ls, show, trend, prune, gc, push, pull):  # the shared options before or after the subcommand
         command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
         command.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
     return parser
@@ -252,15 +269,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "show":
         return _show(url, cache_dir, args)
-    if args.command == "list" and url is not None:
+    if args.command in ("list", "trend") and url is not None:
         opened = open_store(url, cache_dir)
         try:
-            return _list(opened.runs, args)
+            return _list(opened.runs, args) if args.command == "list" else _trend(opened.runs, cache_dir, args)
         finally:
             opened.close()
     store = DirStore(cache_dir / "runs")
     if args.command == "list":
         return _list(store, args)
+    if args.command == "trend":
+        return _trend(store, cache_dir, args)
     if url is not None:
         raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
     if args.command == "prune":
