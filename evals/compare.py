@@ -55,6 +55,7 @@ from evals.store.refs import Resolved, UnknownTaskRef, parse_filter, resolve
 from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_store_url
 
 if TYPE_CHECKING:
+    from evals.analysis.tokens import PriceList
     from evals.engine.pipeline import AnswerCache
 
 __all__ = ["main", "with_answers"]
@@ -187,7 +188,7 @@ def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Names
         found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
     found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
     if args.html is not None:
-        _write_html(found, scores, store, cache, args.html)
+        _write_html(found, scores, store, cache, args.html, args.price_list)
     if args.html != "-":
         _print(found, pairs, args)
     if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
@@ -222,11 +223,12 @@ def _write_html(
     store: RunStore,
     cache: AnswerCache | None,
     target: str,
+    prices: PriceList | None,
 ) -> None:
     from evals.render.html import write_page
     from evals.render.pages import comparison_html
 
-    write_page(comparison_html(found, scores, store, cache), target)
+    write_page(comparison_html(found, scores, store, cache, prices), target)
 
 
 def _load_pair(store: RunStore, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:

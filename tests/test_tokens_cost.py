@@ -116,8 +116,11 @@ def test_compare_shows_both_runs_tokens_and_cost(
         assert _run(capsys, tmp_path, "--limit", "4")[0] == 0
     refs = ["reaction@latest,subset=limit,backend=stub", "reaction@latest,subset=limit,backend=openai"]
     capsys.readouterr()
-    compare.main(["--cache-dir", str(tmp_path), "--prices", str(prices), *refs])
+    page = tmp_path / "compare.html"
+    compare.main(["--cache-dir", str(tmp_path), "--prices", str(prices), *refs, "--html", str(page)])
     out = capsys.readouterr().out
+    card = page.read_text(encoding="utf-8").split('<div class="card tokens">', 1)[1].split("</div></div>", 1)[0]
+    assert "candidate in 400, out 80" in card and "baseline free: the stub backend calls no model" in card
     assert "tokens      baseline none reported by the model server\n" in out
     assert "            candidate in 400, out 80\n" in out  # 4 answers of the fake's fixed usage
     assert "cost        baseline free: the stub backend calls no model\n" in out

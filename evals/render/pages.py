@@ -11,10 +11,12 @@ from typing import Any
 
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
+from evals.analysis.pairing import load_run
 from evals.analysis.tokens import PriceList
 from evals.engine import provenance
 from evals.engine.pipeline import AnswerCache
 from evals.render import html
+from evals.render.comparison_tokens import token_lines
 from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import META, answer_texts, run_page_data
 from evals.store.records import Manifest, Prompts, Report, RunStore
@@ -64,7 +66,11 @@ def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: Stub
 
 
 def comparison_html(
-    found: Sequence[Comparison], runs: Sequence[tuple[RunScores, RunScores]], store: RunStore, cache: AnswerCache | None
+    found: Sequence[Comparison],
+    runs: Sequence[tuple[RunScores, RunScores]],
+    store: RunStore,
+    cache: AnswerCache | None,
+    prices: PriceList | None = None,
 ) -> str:
     """A comparison's page: one section per comparison (with --all, one per task, and the Holm overview)."""
     pages = []
@@ -72,7 +78,9 @@ def comparison_html(
         answers = (_first_answers(store, cache, x.base_run), _first_answers(store, cache, x.cand_run))
         family = {**c.family, **b.family}
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
-        pages.append(compare_page_data(x, answers, family, scores, _titles(store, x.cand_run)))
+        page = compare_page_data(x, answers, family, scores, _titles(store, x.cand_run))
+        page.tokens = token_lines(load_run(store, x.base_run), load_run(store, x.cand_run), prices)
+        pages.append(page)
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
 
 
