@@ -37,7 +37,7 @@ from attest.text import printable
 from evals.store.local.cache import ResponseCache
 from evals.store.open import StoreAnswers, open_store
 from evals.store.records import Decision, DirStore, Manifest, Prompts, Report, RunError, RunStore
-from evals.store.refs import list_runs, resolve_ref
+from evals.store.refs import list_runs, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
 
@@ -141,7 +141,10 @@ def _show(url: str | None, cache_dir: Any, args: argparse.Namespace) -> int:
     try:
         if "@" in args.run:
             _known_task(store, args.run.partition("@")[0])
-        run_id = resolve_ref(store, args.run)
+        found = resolve(store, args.run)
+        if found.skipped:
+            print(printable(f"runs: {found.note(args.run)}"), file=sys.stderr)
+        run_id = found.run_id
         if args.html is not None:
             if args.case is not None:
                 raise AttestError("--html writes the whole run's page; drop --case (the page filters by text)")

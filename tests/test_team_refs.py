@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evals import compare, reaction_eval
+from evals import compare, reaction_eval, runs
 from evals.cli import runner
 from evals.engine import provenance
 from evals.store import refs
@@ -45,6 +45,9 @@ def test_latest_passes_over_a_limit_run_and_says_so(tmp_path: Path, capsys: pyte
     assert refs.resolve_ref(store, "reaction@latest") == second
     assert refs.resolve(store, "reaction@latest").skipped == (f"{quick} (--limit)",)
     assert refs.resolve_ref(store, quick) == quick  # by id: any run
+    assert runs.main(["--cache-dir", str(tmp_path), "show", "reaction@latest"]) == 0
+    shown = capsys.readouterr()
+    assert shown.out.startswith(f"run {second}: ") and f"({quick} (--limit)); using {second}" in shown.err
 
 
 def test_a_case_run_is_passed_over_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
