@@ -69,3 +69,24 @@ def test_runs_list_on_a_store_shows_a_run_in_flight_as_generating_k_of_n(
     assert runs.main(["--store", pg_url, "--cache-dir", str(tmp_path), "list"]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
     assert "generating 4/6" in rows[flying] and " complete " in rows[done]
+
+
+def test_trend_reads_the_store_and_links_the_local_pages(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import getpass
+    import socket
+
+    cache = tmp_path / "cache"
+    made = []
+    for label in ("one", "two"):
+        assert run_main(TASK, ["--offline", "--store", pg_url, "--cache-dir", str(cache), "--label", label]) == 0
+        made.append(capsys.readouterr().out.rstrip("\n").splitlines()[-2].split()[-1])
+    page = tmp_path / "trend.html"
+    assert runs.main(["--store", pg_url, "--cache-dir", str(cache), "trend", "reaction", "--html", str(page)]) == 0
+    lines = capsys.readouterr().out.splitlines()[:-1]
+    assert [line.split()[0] for line in lines] == made
+    assert all(f"by {getpass.getuser()}@{socket.gethostname()}" in line for line in lines), lines
+    html = page.read_text(encoding="utf-8")
+    for run_id in made:
+        assert f'href="{(cache / "pages" / run_id / "report.html").resolve().as_uri()}"' in html
