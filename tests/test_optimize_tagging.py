@@ -433,4 +433,6 @@ def test_label_names_the_optimisers_two_runs(optimiser: ModuleType, accepted: Ac
     assert run.code == 0
     labelled = DirStore(cache / "runs")
     assert [labelled.manifest(r).label for r in run.runs] == ["demos-v2 baseline", "demos-v2 candidate"]
-    assert refs.resolve_ref(labelled, "tagging@latest,label=optimiser candidate") == accepted.second.runs[1]
+    found = refs.resolve_ref(labelled, "tagging@latest,label=optimiser candidate")  # not the newer demos-v2 run
+    assert labelled.manifest(found).label == "optimiser candidate" and found != run.runs[1]
+    assert refs.resolve_ref(labelled, "tagging@latest,label=demos-v2 candidate") == run.runs[1]
