@@ -34,9 +34,10 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.store.local.cache import ResponseCache
-from evals.store.open import StoreAnswers, open_store
-from evals.store.records import Decision, DirStore, Manifest, Prompts, Report, RunError, RunStore
+from evals.store.models import Decision, Manifest, Prompts, Report
+from evals.store.open import open_store
+from evals.store.protocols import Answers, Runs
+from evals.store.records import RunError
 from evals.store.refs import list_runs, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
@@ -57,9 +58,9 @@ def _age(created: float) -> str:
 _COLUMNS = ("task", "status", "backend", "model", "split")
 
 
-def _list(store: RunStore, args: argparse.Namespace) -> int:
+def _list(store: Runs, args: argparse.Namespace) -> int:
     rows = list_runs(store, _known_task(store, args.task))
-    authors = store.authors() if hasattr(store, "authors") else None  # a team's store says who made each run
+    authors = store.authors()  # a team's store says who made each run; None elsewhere
     if args.json:
         by = {k: a.to_dict() for k, a in (authors or {}).items()}
         print(
@@ -89,22 +90,21 @@ def _list(store: RunStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _trend(store: RunStore, cache_dir: Any, args: argparse.Namespace) -> int:
+def _trend(store: Runs, cache_dir: Any, args: argparse.Namespace) -> int:
     from evals.cli.trend import run_trend
 
     _known_task(store, args.task)
     return run_trend(store, cache_dir, args)
 
 
-def _known_task(store: RunStore, task: str | None) -> str | None:
+def _known_task(store: Runs, task: str | None) -> str | None:
     """`task` when it names a task; an unknown one is an error naming the known ones, not an empty table."""
     if task is None:
         return None
     from evals import tasks  # the task modules load only when a task is named
 
     if task not in tasks.names():
-        where = getattr(store, "root", None) or getattr(store, "where", "the store")
-        raise AttestError(f"unknown task {task!r} (listing {where}): {tasks.known()}")
+        raise AttestError(f"unknown task {task!r} (listing {store.where}): {tasks.known()}")
     return task
 
 
@@ -155,7 +155,7 @@ def _show(url: str | None, cache_dir: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_html(store: RunStore, cache: StoreAnswers, run_id: str, target: str) -> int:
+def _show_html(store: Runs, cache: Answers, run_id: str, target: str) -> int:
     from evals.render.html import write_page
     from evals.render.pages import stored_run_html
 
@@ -179,7 +179,7 @@ def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
     return stub_texts(task, cases)
 
 
-def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
+def _gc(store: Runs, cache: Answers, args: argparse.Namespace) -> int:
     started = time.time()
     keep: set[str] = set()
     for run_id in store.run_ids():
@@ -191,11 +191,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
                 "prune it first (`runs prune --incomplete --yes`)"
             ) from None
         keep.update(s.key for s in manifest.samples)
-    cache = ResponseCache(cache_dir)
-    try:
-        count, size = cache.collect(keep, before=started, dry_run=not args.yes)
-    finally:
-        cache.close()
+    count, size = cache.collect(keep, before=started, dry_run=not args.yes)
     verb = "removed" if args.yes else "would remove"
     print(f"{verb} {count} cache entries no run references ({size} bytes of answers)")
     if not args.yes:
@@ -272,24 +268,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "show":
         return _show(url, cache_dir, args)
-    if args.command in ("list", "trend") and url is not None:
-        opened = open_store(url, cache_dir)
-        try:
-            return _list(opened.runs, args) if args.command == "list" else _trend(opened.runs, cache_dir, args)
-        finally:
-            opened.close()
-    store = DirStore(cache_dir / "runs")
-    if args.command == "list":
-        return _list(store, args)
-    if args.command == "trend":
-        return _trend(store, cache_dir, args)
-    if url is not None:
+    if args.command not in ("list", "trend") and url is not None:
         raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
-    if args.command == "prune":
-        from evals.cli.prune import prune
+    opened = open_store(url, cache_dir, answers=args.command == "gc")  # list, trend and prune read the records
+    try:
+        if args.command == "list":
+            return _list(opened.runs, args)
+        if args.command == "trend":
+            return _trend(opened.runs, cache_dir, args)
+        if args.command == "prune":
+            from evals.cli.prune import prune
 
-        return prune(store, args)
-    return _gc(store, cache_dir, args)
+            return prune(opened.runs, args)
+        return _gc(opened.runs, opened.answers, args)
+    finally:
+        opened.close()
 
 
 if __name__ == "__main__":

@@ -10,17 +10,16 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 
 from attest.errors import AttestError
-from evals.store.records import DirStore, RunError
+from evals.store.protocols import Runs
 from evals.store.refs import RunRow, list_runs
 
 __all__ = ["doomed", "prune"]
 
 
-def doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
+def doomed(store: Runs, args: argparse.Namespace) -> list[RunRow]:
     """The runs the options name, newest first, each once."""
     rows = list_runs(store)
     found: list[RunRow] = []
@@ -41,7 +40,7 @@ def doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
     return list({r.run_id: r for r in found}.values())
 
 
-def prune(store: DirStore, args: argparse.Namespace) -> int:
+def prune(store: Runs, args: argparse.Namespace) -> int:
     if not (args.incomplete or args.subsets or args.older_than is not None or args.keep_last is not None):
         raise AttestError("say what to prune: --incomplete, --subsets, --older-than DAYS or --keep-last N")
     rows = doomed(store, args)
@@ -62,15 +61,10 @@ def prune(store: DirStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _remove(store: DirStore, run_id: str) -> int:
+def _remove(store: Runs, run_id: str) -> int:
     """Remove a run holding its lock, so no writer can start on it meanwhile; 0 when another process writes it."""
-    with store.claim(run_id) as mine:
-        if not mine:
-            print(f"keep   {run_id} (another process is writing it)")
-            return 0
-        print(f"remove {run_id}")
-        try:
-            shutil.rmtree(store.run_dir(run_id))
-        except OSError as exc:
-            raise RunError(f"cannot remove {store.run_dir(run_id)} ({exc.strerror or exc})") from None
+    if not store.remove(run_id):
+        print(f"keep   {run_id} (another process is writing it)")
+        return 0
+    print(f"remove {run_id}")
     return 1

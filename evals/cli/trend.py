@@ -17,12 +17,12 @@ from attest.errors import AttestError
 from attest.text import printable
 from evals.analysis.pairing import Run, load_run
 from evals.analysis.trend import TrendStep, trend
-from evals.store.records import DirStore, RunStore
+from evals.store.protocols import Runs
 
 __all__ = ["run_trend", "step_line"]
 
 
-def run_trend(store: RunStore, cache_dir: Path, args: argparse.Namespace) -> int:
+def run_trend(store: Runs, cache_dir: Path, args: argparse.Namespace) -> int:
     """Print the trend of `args.task` in `store`; with `args.html`, also write its page."""
     from evals.store.refs import list_runs
 
@@ -67,9 +67,9 @@ def step_line(step: TrendStep) -> str:
     return "  ".join(cells) + (f"  {step.flag}" if step.flag else "")
 
 
-def _who(store: RunStore, runs: Sequence[Run]) -> dict[str, str]:
+def _who(store: Runs, runs: Sequence[Run]) -> dict[str, str]:
     """user@host for each run: a team's store says who saved it; locally, the worker that made its answers."""
-    authors = store.authors() if hasattr(store, "authors") else {}
+    authors = store.authors() or {}
     out = {}
     for run in runs:
         author = authors.get(run.run_id)
@@ -81,13 +81,12 @@ def _who(store: RunStore, runs: Sequence[Run]) -> dict[str, str]:
     return out
 
 
-def _pages(store: RunStore, cache_dir: Path, steps: list[TrendStep]) -> dict[str, str]:
+def _pages(store: Runs, cache_dir: Path, steps: list[TrendStep]) -> dict[str, str]:
     """run id -> its page's file URI, where one was written (beside the run, or in the local cache's pages/)."""
     found = {}
     for step in steps:
-        candidates = [cache_dir / "pages" / step.run_id / "report.html"]
-        if isinstance(store, DirStore):
-            candidates.insert(0, store.root / step.run_id / "report.html")
+        beside = store.page_dir(step.run_id)  # None: a team's store, whose pages are in the local cache
+        candidates = [*([beside / "report.html"] if beside else []), cache_dir / "pages" / step.run_id / "report.html"]
         page = next((p for p in candidates if p.is_file()), None)
         if page is not None:
             found[step.run_id] = page.resolve().as_uri()

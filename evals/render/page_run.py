@@ -19,9 +19,9 @@ from typing import Any
 
 from evals.analysis.degenerate import parse_answer
 from evals.analysis.tokens import PriceList, cost_text, tokens_text
-from evals.engine.pipeline import AnswerCache
 from evals.render import plots
-from evals.store.records import Manifest, Report, SampleRef
+from evals.store.models import Manifest, Report, SampleRef
+from evals.store.protocols import Answers
 
 __all__ = ["CaseRow", "Reader", "RunPage", "Texts", "answer_texts", "run_page_data", "short_hash", "split_case"]
 
@@ -74,7 +74,7 @@ class RunPage:
         return dict(self.report.uncertainty) if self.report is not None else {}
 
 
-def answer_texts(cache: AnswerCache, samples: Sequence[SampleRef]) -> dict[tuple[str, int], str | None]:
+def answer_texts(cache: Answers, samples: Sequence[SampleRef]) -> dict[tuple[str, int], str | None]:
     """(case id, sample) -> the cached answer text (None when the cache no longer holds it)."""
     found = cache.get_many([s.key for s in samples])
     return {(s.case, s.sample): (e.text if (e := found.get(s.key)) is not None else None) for s in samples}

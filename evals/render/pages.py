@@ -13,13 +13,13 @@ from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
 from evals.analysis.pairing import load_run
 from evals.analysis.tokens import PriceList
-from evals.engine import provenance
-from evals.engine.pipeline import AnswerCache
+from evals.corpus import paths
 from evals.render import html
 from evals.render.comparison_tokens import token_lines
 from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import META, answer_texts, run_page_data
-from evals.store.records import Manifest, Prompts, Report, RunStore
+from evals.store.models import Manifest, Prompts, Report
+from evals.store.protocols import Answers, Runs
 
 __all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
 
@@ -29,7 +29,7 @@ StubTexts = Callable[[Manifest], Mapping[str, str] | None]
 def corpus_cases(manifest: Manifest) -> dict[str, dict[str, Any]]:
     """case id -> the raw case from the corpus file the run recorded ({} when it cannot be read)."""
     try:
-        data = json.loads(provenance.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
+        data = json.loads(paths.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     wanted = set(manifest.case_sha256) or {s.case for s in manifest.samples}
@@ -38,7 +38,7 @@ def corpus_cases(manifest: Manifest) -> dict[str, dict[str, Any]]:
     return {str(c["id"]): c for c in data if isinstance(c, dict) and c.get("id") in wanted}
 
 
-def prompts_of(store: RunStore, run_id: str) -> dict[str, str]:
+def prompts_of(store: Runs, run_id: str) -> dict[str, str]:
     return store.load(run_id, "prompts", Prompts).system if store.exists(run_id, "prompts") else {}
 
 
@@ -55,7 +55,7 @@ def run_html(
     return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, prices))
 
 
-def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: StubTexts | None = None) -> str:
+def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | None = None) -> str:
     """A recorded run's page; `stub` gives the stub's answers per case (None: not checked against the stub)."""
     manifest = store.manifest(run_id)
     report = store.report(run_id)
@@ -68,8 +68,8 @@ def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: Stub
 def comparison_html(
     found: Sequence[Comparison],
     runs: Sequence[tuple[RunScores, RunScores]],
-    store: RunStore,
-    cache: AnswerCache | None,
+    store: Runs,
+    cache: Answers | None,
     prices: PriceList | None = None,
 ) -> str:
     """A comparison's page: one section per comparison (with --all, one per task, and the Holm overview)."""
@@ -84,7 +84,7 @@ def comparison_html(
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
 
 
-def _titles(store: RunStore, run_id: str) -> dict[str, str]:
+def _titles(store: Runs, run_id: str) -> dict[str, str]:
     """case id -> its item's title (or first text input) from the corpus the run recorded."""
     titles = {}
     for case_id, case in corpus_cases(store.manifest(run_id)).items():
@@ -93,7 +93,7 @@ def _titles(store: RunStore, run_id: str) -> dict[str, str]:
     return titles
 
 
-def _first_answers(store: RunStore, cache: AnswerCache | None, run_id: str) -> dict[str, str]:
+def _first_answers(store: Runs, cache: Answers | None, run_id: str) -> dict[str, str]:
     if cache is None:
         return {}
     manifest = store.manifest(run_id)

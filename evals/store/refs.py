@@ -16,7 +16,9 @@ from typing import Any
 
 from evals.store.local import run_index
 from evals.store.local.run_index import Summary
-from evals.store.records import DirStore, RunError, RunProgress, RunStore
+from evals.store.models import RunProgress
+from evals.store.protocols import Runs
+from evals.store.records import RunError
 
 __all__ = [
     "FILTER_KEYS",
@@ -45,18 +47,19 @@ class RunRow:
         return self.summary.to_dict()
 
 
-def list_runs(store: RunStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
+def list_runs(store: Runs, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
     """Every run in the store, newest first by creation time (ids have a second's resolution).
 
     A run whose files are unchanged since `runs/.index.json` summarised them is taken from
     there; any other is read and checked in full (and the index updated). A shared store
     (PostgreSQL) has no index: each run is read.
     """
-    if not isinstance(store, DirStore):
+    root = store.index_dir
+    if root is None:
         return sorted(_read_all(store, task), key=_created, reverse=True)
-    known, fresh, rows = run_index.load(store.root), {}, []
+    known, fresh, rows = run_index.load(root), {}, []
     for run_id in store.run_ids():
-        stamp = run_index.stamp(store.root / run_id, clock)
+        stamp = run_index.stamp(root / run_id, clock)
         entry = known.get(run_id)
         try:
             summary = entry.summary if entry and stamp == entry.stamp else _summary(store, run_id)
@@ -68,11 +71,11 @@ def list_runs(store: RunStore, task: str | None = None, *, clock: run_index.Cloc
         if task is None or summary.task == task:
             rows.append(RunRow(run_id, _live(store, summary)))
     if fresh != known:
-        run_index.save(store.root, fresh)
+        run_index.save(root, fresh)
     return sorted(rows, key=_created, reverse=True)
 
 
-def _live(store: DirStore, summary: Summary) -> Summary:
+def _live(store: Runs, summary: Summary) -> Summary:
     """A `generating` run as it is now: `interrupted` when no process holds its lock (its writer was
     killed or stopped), else `generating k/n` from the progress its writer records."""
     if summary.status != "generating":
@@ -88,7 +91,7 @@ def _live(store: DirStore, summary: Summary) -> Summary:
     return summary.replace(status=f"generating {shown}")
 
 
-def _read_all(store: RunStore, task: str | None) -> list[RunRow]:
+def _read_all(store: Runs, task: str | None) -> list[RunRow]:
     rows = []
     for run_id in store.run_ids():
         try:
@@ -101,7 +104,7 @@ def _read_all(store: RunStore, task: str | None) -> list[RunRow]:
     return rows
 
 
-def _progress(store: RunStore, summary: Summary) -> Summary:
+def _progress(store: Runs, summary: Summary) -> Summary:
     """A shared store's `generating` run as `generating k/n`, from the progress its writer records."""
     if summary.status != "generating":
         return summary
@@ -112,7 +115,7 @@ def _progress(store: RunStore, summary: Summary) -> Summary:
     return summary.replace(status=f"generating {min(done.done, summary.samples) if done else 0}/{summary.samples}")
 
 
-def _summary(store: RunStore, run_id: str) -> Summary:
+def _summary(store: Runs, run_id: str) -> Summary:
     manifest = store.manifest(run_id)  # every record checked in full: a run that lists as readable is usable
     scored = store.report(run_id)
     return Summary.of(manifest, scored.overall if scored else None)
@@ -168,7 +171,7 @@ def parse_filter(text: str, where: str = "filter") -> dict[str, str]:
     return found
 
 
-def resolve(store: RunStore, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
+def resolve(store: Runs, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
     """The run an id or `TASK@latest[,KEY=VALUE...]` / `TASK@previous[...]` names.
 
     A reference picks complete runs of the whole split: runs of a quick try (`--limit`, `--case`) are
@@ -180,14 +183,13 @@ def resolve(store: RunStore, ref: str, where: Mapping[str, str] | None = None) -
     if "@" not in head:
         if wanted:
             raise RunError(f"{ref!r}: a run id names one run; narrow TASK@latest or TASK@previous instead")
-        if isinstance(store, DirStore):
-            store.run_dir(head)
+        store.check_id(head)
         return Resolved(head)
     task, _, which = head.partition("@")
     if which not in ("latest", "previous"):
         raise RunError(f"{ref!r}: say TASK@latest or TASK@previous")
     every = [r for r in list_runs(store, task) if r.summary]
-    place = store.root if isinstance(store, DirStore) else getattr(store, "where", "the store")
+    place = store.where
     if not every:
         raise UnknownTaskRef(f"{ref!r}: no run of {task} in {place}", task)
     subset = wanted.pop("subset", "")
@@ -228,6 +230,6 @@ def _matches(summary: Summary, wanted: Mapping[str, str]) -> bool:
     )
 
 
-def resolve_ref(store: RunStore, ref: str) -> str:
+def resolve_ref(store: Runs, ref: str) -> str:
     """A run id from an id or `TASK@latest` / `TASK@previous`, narrowed and passing over runs as `resolve` says."""
     return resolve(store, ref).run_id

@@ -52,8 +52,9 @@ def test_a_hint_leaves_the_password_out() -> None:
 def test_runs_list_on_a_store_shows_a_run_in_flight_as_generating_k_of_n(
     pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from evals.store.models import RunProgress
     from evals.store.open import open_store
-    from evals.store.records import RunProgress, new_run_id
+    from evals.store.records import new_run_id
 
     assert run_main(TASK, ["--offline", "--store", pg_url, "--cache-dir", str(tmp_path), "--limit", "6"]) == 0
     opened = open_store(pg_url, tmp_path)
