@@ -10,13 +10,28 @@ run's report is replaced by its judged grades (pass 1, fail 0) and compared as u
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import replace
 
+from attest.text import printable
 from evals.analysis.pairing import Run
 from evals.render.judge_status import judge_check_command, judge_status
 from evals.store.protocols import Runs
 
-__all__ = ["judged_runs"]
+__all__ = ["judged_pair", "judged_runs"]
+
+
+def judged_pair(store: Runs, runs: tuple[Run, Run], *, as_json: bool) -> tuple[Run, Run] | None:
+    """`compare --metric judged`: both runs scored by their judgements (the judge named on stdout, or stderr
+    beside JSON), or None after printing why the judged score cannot decide (JSON with `as_json`)."""
+    judged = judged_runs(store, *runs)
+    if isinstance(judged, str):
+        withheld = {"metric": "judged", "verdict": "inconclusive", "withheld": judged, "exit_code": 3}
+        print(json.dumps(withheld, indent=1) if as_json else printable(f"compare: inconclusive: {judged}"))
+        return None
+    print(printable(f"metric      judged score, {judged[2]}"), file=sys.stderr if as_json else sys.stdout)
+    return judged[0], judged[1]
 
 
 def judged_runs(store: Runs, base: Run, cand: Run) -> tuple[Run, Run, str] | str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from attest.backends.settings import Settings
 
-__all__ = ["add_judge_options", "judge_settings", "margin_type", "temperature_type"]
+__all__ = ["add_judge_options", "judge_settings", "label_type", "margin_type", "temperature_type"]
 
 
 def margin_type(text: str) -> float:
@@ -23,6 +23,13 @@ def margin_type(text: str) -> float:
     if not (math.isfinite(value) and 0.0 <= value < 1.0):
         raise argparse.ArgumentTypeError(f"{text!r}: the margin is a gain in [0, 1) fixed before looking")
     return value
+
+
+def label_type(text: str) -> str:
+    """An argparse type: a run's label, one printable line of at most 200 characters."""
+    if len(text) > 200 or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}...: a label is one printable line of at most 200 characters")
+    return text
 
 
 def temperature_type(text: str) -> float:

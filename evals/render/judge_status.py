@@ -12,11 +12,11 @@ from typing import Any
 from attest.errors import AttestError
 from evals import tasks
 from evals.corpus.judgements import judgements_sha256, load_judgements
-from evals.store.models import Manifest
+from evals.store.models import Manifest, Report
 from evals.store.protocols import Runs
 from evals.store.validation import Validation, validation_id
 
-__all__ = ["THRESHOLD", "JudgeStatus", "judge_check_command", "judge_line", "judge_name", "judge_status"]
+__all__ = ["THRESHOLD", "JudgeStatus", "judge_check_command", "judge_line", "judge_name", "judge_status", "judged_card"]
 
 THRESHOLD = 0.6  # judge_check's: a judge whose kappa lower bound reaches it is validated
 
@@ -76,3 +76,22 @@ def judge_line(store: Runs, manifest: Manifest) -> str:
     except AttestError as exc:  # the judgement corpus unreadable: the run is still shown
         return f"{judge_name(manifest.judge.identity())}: validation unknown ({exc})"
     return "" if status is None else status.line()
+
+
+def judged_card(report: Report | None, line: str) -> dict[str, str]:
+    """The judged card: the judged pass rate with its interval, the judge, and its validation."""
+    from evals.analysis.judged import judged_estimate
+
+    found = judged_estimate(report.judged) if report is not None and report.judged else None
+    if report is None or found is None:
+        return {}
+    estimate, method = found
+    who = judge_name(report.judged["judge"])
+    unparseable = len(report.judged.get("unparseable", []))
+    return {
+        "text": estimate.format(),
+        "method": method,
+        "judge": who,
+        "validation": line or "validation unknown (see `compare --metric judged`)",
+        "unparseable": f"{unparseable} unparseable judgement(s) counted as fail" if unparseable else "",
+    }

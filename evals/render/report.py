@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attest.text import printable
+from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.engine.execute import RunOutcome
 from evals.render.judge_status import judge_line
 from evals.store.protocols import Runs
@@ -31,24 +32,34 @@ def write_run_page(
     page_dir: Path,
     texts: Mapping[tuple[str, int], str | None],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
 ) -> Path:
-    """report.html in `page_dir` (the store's place for the run's page), from the run's records; returns its path."""
+    """report.html in `page_dir` (the store's place for the run's page, or for a team's store a place in the
+    local cache), from the run's records; returns its path."""
     from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
     line = judge_line(store, m)
-    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings, line)
+    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings, prices, line)
     path = page_dir / "report.html"
     write_atomic(path, page)
     return path
 
 
 def print_report(
-    outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = (), judged_by: str = ""
+    outcome: RunOutcome,
+    run_dir: Path | str,
+    *,
+    worst: int = 5,
+    degenerate: Sequence[str] = (),
+    hint: str = "",
+    prices: PriceList | None = None,
+    judged_by: str = "",
 ) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
-    `degenerate` warnings are printed under the headline; `judged_by` is a judged run's judge and validation."""
+    `degenerate` warnings are printed under the headline; `hint` is the options the `runs show` line carries;
+    `judged_by` is a judged run's judge and its validation."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
     print(
@@ -66,6 +77,10 @@ def print_report(
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
+    print(f"  tokens          {tokens_text(stats.tokens, stats.samples)}")
+    cost = cost_text(manifest.backend, manifest.model, stats.tokens, prices)
+    if cost is not None:
+        print(f"  cost            {printable(cost)}")
     for line in producer_lines(stats.workers, stats.servers):
         print(line)
     for line in _summary_lines(result.summary, block.get("verdicts")):
@@ -77,7 +92,7 @@ def print_report(
         print(f"    {r.score:.2f}  {r.id}#{r.sample}: {printable('; '.join(r.errors) or '(no errors)')}")
     shown_at = run_dir / "report.json" if isinstance(run_dir, Path) else f"run {outcome.run_id} in {run_dir}"
     print(f"  report          {printable(str(shown_at))}")
-    print(f"  answers         python -m evals.runs show {outcome.run_id}")
+    print(f"  answers         python -m evals.runs{printable(hint)} show {outcome.run_id}")
 
 
 def judged_lines(judged: dict[str, Any], judged_by: str = "") -> list[str]:
