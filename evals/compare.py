@@ -26,9 +26,7 @@ overwriting what is there. `--html FILE` also writes the comparison's page (eval
 standard output).
 
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
-once under Holm's correction, one verdict per task.
-
-`--metric judged`: evals/cli/judged_metric.py.
+once under Holm's correction, one verdict per task. `--metric judged`: evals/cli/judged_metric.py.
 
 Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
 else 3 if any is inconclusive); 1 an error, 2 a usage error.
@@ -190,7 +188,7 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
         from evals.cli.judged_metric import judged_pair  # the task registry: only a judged comparison needs it
 
         judged = judged_pair(store, pairs[0], as_json=args.json)
-        if judged is None:
+        if judged is None:  # withheld: judge_check's validation missing or too weak, or the judges differ
             return EXIT_CODES["inconclusive"]
         pairs = [judged]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
