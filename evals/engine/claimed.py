@@ -55,12 +55,15 @@ def generate_claimed(
     misses: Sequence[_Sample],
     schema: Mapping[str, Any],
     concurrency: int,
-    settled: Callable[[bool], None],
+    settled: Callable[[str, bool], None],
 ) -> None:
-    """Fill the store with every sample of `misses`; `settled(hit)` once per sample."""
+    """Fill the store with every sample of `misses`; `settled(key, hit)` once per sample."""
     unique = list({p.key: p for p in misses}.values())
-    for _ in range(len(misses) - len(unique)):
-        settled(True)  # the same request twice in the job: stored once, read twice
+    seen: set[str] = set()
+    for p in misses:
+        if p.key in seen:
+            settled(p.key, True)  # the same request twice in the job: stored once, read twice
+        seen.add(p.key)
     claims = _Claims(store, unique, batch=2 * max(1, concurrency), settled=settled)
 
     def one(item: _Sample | BaseException) -> None:
@@ -72,7 +75,7 @@ def generate_claimed(
             stored = True
         finally:
             store.settle(item.key, stored=stored)
-        settled(False)
+        settled(item.key, False)
 
     run_bounded(one, claims, concurrency)
 
@@ -80,7 +83,9 @@ def generate_claimed(
 class _Claims(Iterator["_Sample | BaseException"]):
     """The samples this process claimed, a batch at a time; an error is handed out as an item to raise."""
 
-    def __init__(self, store: BatchClaims, samples: list[_Sample], *, batch: int, settled: Callable[[bool], None]):
+    def __init__(
+        self, store: BatchClaims, samples: list[_Sample], *, batch: int, settled: Callable[[str, bool], None]
+    ) -> None:
         start = int.from_bytes(os.urandom(2), "big") % max(1, len(samples))  # workers start apart
         self.pending = samples[start:] + samples[:start]
         self.store, self.batch, self.settled = store, batch, settled
@@ -101,8 +106,8 @@ class _Claims(Iterator["_Sample | BaseException"]):
     def _refill(self) -> None:
         window = self.pending[:_WINDOW]
         claimed, answered = self.store.claim_many([p.key for p in window], self.batch)
-        for _ in answered:
-            self.settled(True)
+        for key in answered:
+            self.settled(key, True)
         done = answered.union(claimed)
         self.pending = [p for p in self.pending if p.key not in done]
         mine = set(claimed)

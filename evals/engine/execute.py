@@ -20,6 +20,7 @@ from evals.corpus import paths
 from evals.corpus.cases import Case
 from evals.engine import provenance
 from evals.engine.chat import CachedChat, MemoryCache, SampleChat
+from evals.engine.judge import Judged, judge_run, judged_record
 from evals.engine.pipeline import (
     CaseResult,
     EvalResult,
@@ -77,11 +78,15 @@ def execute(
     concurrency: int = 1,
     progress: Progress | None = None,
     record_git: bool = True,
+    judge: CachedChat | None = None,
 ) -> RunOutcome:
     """Plan every sample, record the run, fill the cache, score from it, and record the report.
 
-    A run that fails is recorded `failed`, one stopped by Ctrl-C `interrupted`; every
-    answer received before is in the cache, so rerunning asks only for what is missing.
+    With a `judge` (the task must have a judge stage), every answer is then judged: the
+    judgements are cached like answers, the manifest records the judge, the report gains
+    its `judged` block beside the rule score. A run that fails is recorded `failed`, one
+    stopped by Ctrl-C `interrupted`; every answer (and judgement) received before is in
+    the cache, so rerunning asks only for what is missing.
     """
     planned = plan(spec.task, spec.cases, chat.identity, spec.repeat)
     manifest = _manifest(spec, new_run_id(spec.task.name), chat.identity, planned, record_git)
@@ -92,8 +97,15 @@ def execute(
             store.save(run_id, "manifest", manifest)
             store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
         recorded = _recording_progress(store, run_id, progress)
+        judged: list[Judged] = []
+        judge_stats: GenerateStats | None = None
         try:
             stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=recorded)
+            if judge is not None:
+                ref, judged, judge_stats = judge_run(
+                    spec.task, _samples(planned), chat.cache, judge, concurrency=concurrency
+                )
+                manifest = manifest.replace(judge=ref)
         except KeyboardInterrupt:
             if not joined:
                 store.save(run_id, "manifest", manifest.replace(status="interrupted"))
@@ -107,8 +119,10 @@ def execute(
         if joined:
             manifest = store.manifest(run_id)
         manifest = manifest.replace(status="complete", generate_seconds=stats.seconds)
-        result = score_planned(spec.task, ((p.case, p.sample, p.key) for p in planned), chat.cache)
+        result = score_planned(spec.task, _samples(planned), chat.cache)
         report = report_of(manifest, result, stats)
+        if judge is not None and manifest.judge is not None:
+            report = report.replace(judged=judged_record(manifest.judge, judged, judge_stats))
         store.save(run_id, "report", report)  # before `complete`: a complete run always has its report
         store.save(run_id, "manifest", manifest)
     return RunOutcome(run_id, manifest, stats, result, report, spec)
@@ -137,6 +151,10 @@ def _join(store: Runs, manifest: Manifest) -> tuple[str | None, str]:
     return job, str(join(job, manifest.run_id))
 
 
+def _samples(planned: Sequence[Planned]) -> list[tuple[Case, int, str]]:
+    return [(p.case, p.sample, p.key) for p in planned]
+
+
 def _recording_progress(store: Runs, run_id: str, shown: Progress | None, every: float = 1.0) -> Progress:
     """`shown`, plus progress.json rewritten at most every `every` seconds (and at the end), so another
     process listing the runs sees k/n of this one while it generates."""
@@ -159,6 +177,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
     schema = spec.task.schema
     first = [p.messages for p in planned if p.sample == 0]
     commit, dirty = provenance.git_state() if record_git else (None, None)
+    branch = provenance.git_branch() if record_git else None
     prompts = provenance.system_prompts(first)
     return Manifest(
         run_id=run_id,
@@ -182,6 +201,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
             scorer_fingerprint=provenance.scorer_fingerprint(spec.task.score_one),
             git_commit=commit,
             git_dirty=dirty,
+            git_branch=branch,
             attest_version=provenance.version(),
             corpus=paths.corpus_ref(spec.corpus_path),
             corpus_sha256=corpus_digests(spec.corpus),
@@ -197,7 +217,7 @@ def report_of(manifest: Manifest, result: EvalResult, stats: GenerateStats | Non
     generate: dict[str, Any] = {}
     if stats is not None:
         generate = {"samples": stats.samples, "hits": stats.hits, "misses": stats.misses, "seconds": stats.seconds}
-        generate.update(workers=stats.workers, servers=stats.servers)
+        generate.update(workers=stats.workers, servers=stats.servers, tokens=stats.tokens)
     return Report(
         run_id=manifest.run_id,
         task=manifest.task,

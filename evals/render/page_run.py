@@ -8,8 +8,9 @@ answers (a stated confidence) beside it: derived from the data, never from the t
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -17,18 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals.analysis.degenerate import parse_answer
+from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.render import plots
+from evals.render.judge_status import judged_card
+from evals.render.page_caps import PAGE_BASELINES, PAGE_FAMILIES, PAGE_ROWS, family_points, hidden
 from evals.store.models import Manifest, Report, SampleRef
 from evals.store.protocols import Answers
 
-__all__ = ["CaseRow", "RunPage", "Texts", "answer_texts", "run_page_data", "split_case"]
+__all__ = ["CaseRow", "Reader", "RunPage", "Texts", "answer_texts", "run_page_data", "short_hash", "split_case"]
 
 META = ("id", "split", "family", "note")
 Texts = Mapping[tuple[str, int], "str | None"]  # (case id, sample) -> the answer text (None: not in the cache)
 SCALE_MAX = 10  # a whole-number answer field with at most this many values is a scale (a confidence)
-# What a record can make a page draw (a run from a store is untrusted): rows of the case table,
-# entries of the family filter, baseline cards; the rest is counted as "N more not shown".
-PAGE_ROWS, PAGE_FAMILIES, PAGE_BASELINES = 5000, 200, 8
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,20 @@ class CaseRow:
     parsed: str | None  # the parsed answer, pretty JSON
     score: float | None
     errors: list[str]
+    reader: int = 0  # 1-based index into the page's readers; 0: the case has no shared profile
 
     @property
     def failed(self) -> bool:
         return self.score is None or self.score < 1.0
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Long input fields many cases share (a reader's profile), shown once and referred to by each case."""
+
+    number: int
+    name: str  # the start of its first field, to tell readers apart
+    fields: dict[str, str]
 
 
 @dataclass
@@ -56,8 +67,11 @@ class RunPage:
     rows: list[CaseRow]
     warnings: list[str]
     families: list[str]
-    facts: list[tuple[str, str]] = field(default_factory=list)
+    facts: list[tuple[str, str, str]] = field(default_factory=list)  # (name, shown, full value on hover or "")
+    readers: list[Reader] = field(default_factory=list)
     plots: dict[str, str] = field(default_factory=dict)  # name -> inline SVG made by evals.render.plots
+    judge: dict[str, str] = field(default_factory=dict)  # a judged run: its judged pass rate, judge and validation
+    caps: tuple[int, int] = (PAGE_ROWS, PAGE_FAMILIES)  # the table's rows and the filter's families drawn
 
     @property
     def block(self) -> dict[str, Any]:
@@ -67,20 +81,8 @@ class RunPage:
         return block
 
     @property
-    def shown_rows(self) -> list[CaseRow]:
-        return self.rows[:PAGE_ROWS]
-
-    @property
-    def shown_families(self) -> list[str]:
-        return self.families[:PAGE_FAMILIES]
-
-    @property
     def hidden(self) -> str:
-        """`N rows more not shown` (rows, families), or ""."""
-        rows, families = len(self.rows) - PAGE_ROWS, len(self.families) - PAGE_FAMILIES
-        parts = [f"{rows} more rows" if rows > 0 else "", f"{families} more families" if families > 0 else ""]
-        said = " and ".join(p for p in parts if p)
-        return f"{said} not shown" if said else ""
+        return hidden(len(self.rows), len(self.families))
 
 
 def answer_texts(cache: Answers, samples: Sequence[SampleRef]) -> dict[tuple[str, int], str | None]:
@@ -103,14 +105,70 @@ def run_page_data(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
+    judge_line: str = "",
 ) -> RunPage:
-    """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone)."""
+    """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone);
+    `judge_line` says whether a judged run's judge is validated (render/judge_status.py)."""
     scored = {(str(r["id"]), int(r["sample"])): r for r in (report.results if report else [])}
     rows = [_row(s, scored.get((s.case, s.sample), {}), texts.get((s.case, s.sample)), cases) for s in manifest.samples]
+    readers, rows = _readers(rows)
     page = RunPage(manifest, report, dict(prompts), rows, list(warnings), sorted({r.family for r in rows}))
-    page.facts = _facts(manifest, report)
+    page.readers = readers
+    page.facts = _facts(manifest, report, prices)
     page.plots = _plots(page, cases)
+    page.judge = judged_card(report, judge_line)
     return page
+
+
+SHARED_MIN_CHARS = 80  # a shared input field this long on average is a profile, not an item's own text
+
+
+def _readers(rows: list[CaseRow]) -> tuple[list[Reader], list[CaseRow]]:
+    """Input fields that a few long values repeat across the cases (a reader's persona and interests) lifted
+    out of the rows into readers, each row keeping its reader's number."""
+    cases = len({r.case for r in rows})
+    if cases < 4:
+        return [], rows
+    common = [k for k in rows[0].inputs if all(k in r.inputs for r in rows)]
+    shared = [
+        k
+        for k in common
+        if len({r.inputs[k] for r in rows}) <= cases // 4
+        and sum(len(r.inputs[k]) for r in rows) / len(rows) >= SHARED_MIN_CHARS
+    ]
+    if not shared:
+        return [], rows
+    numbers: dict[tuple[str, ...], int] = {}
+    readers: list[Reader] = []
+    out = []
+    for r in rows:
+        values = tuple(r.inputs[k] for k in shared)
+        if values not in numbers:
+            numbers[values] = len(readers) + 1
+            readers.append(Reader(len(readers) + 1, _name(values[0]), dict(zip(shared, values, strict=True))))
+        own = {k: v for k, v in r.inputs.items() if k not in shared}
+        out.append(dataclasses.replace(r, inputs=own, reader=numbers[values]))
+    return readers, out
+
+
+def _name(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def short_hash(value: str) -> tuple[str, str]:
+    """`value` with each sha in it (40 or 64 hex digits, perhaps after `name:`) cut to 12 digits, and the
+    whole value for hovering ("" when nothing was cut)."""
+    shown = " ".join(_short_part(word) for word in value.split(" "))
+    return shown, value if shown != value else ""
+
+
+def _short_part(part: str) -> str:
+    head, sep, tail = part.rpartition(":")
+    return f"{head}{sep}{tail[:12]}" if _HEX.fullmatch(tail) else part
+
+
+_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def _row(s: SampleRef, result: Mapping[str, Any], text: str | None, cases: Mapping[str, Mapping[str, Any]]) -> CaseRow:
@@ -131,7 +189,12 @@ def _row(s: SampleRef, result: Mapping[str, Any], text: str | None, cases: Mappi
     )
 
 
-def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
+def _facts(m: Manifest, report: Report | None, prices: PriceList | None) -> list[tuple[str, str, str]]:
+    """(name, shown, full): each sha in a value is shown by its first 12 digits, the whole value on hover."""
+    return [(name, *short_hash(value)) for name, value in _plain_facts(m, report, prices)]
+
+
+def _plain_facts(m: Manifest, report: Report | None, prices: PriceList | None) -> list[tuple[str, str]]:
     p = m.provenance
     facts = [
         ("run", m.run_id),
@@ -145,6 +208,7 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
         ("scorer fingerprint", p.scorer_fingerprint),
         ("corpus", f"{p.corpus} " + " ".join(f"{k}:{v}" for k, v in sorted(p.corpus_sha256.items()))),
         ("commit", (p.git_commit or "n/a") + (" (uncommitted changes)" if p.git_dirty else "")),
+        ("branch", p.git_branch or "n/a"),
         ("attest", p.attest_version),
     ]
     if m.label:
@@ -159,13 +223,18 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
             facts.append(
                 ("cache", f"{gen.get('hits')} hits, {gen.get('misses')} misses, {gen.get('seconds', 0):.2f} s")
             )
+            tokens = gen.get("tokens") if isinstance(gen.get("tokens"), dict) else None
+            facts.append(("tokens", tokens_text(tokens, int(gen.get("samples", len(m.samples))))))
+        cost = cost_text(m.backend, m.model, report.generate.get("tokens"), prices)
+        if cost is not None:
+            facts.append(("cost", cost))
     return facts
 
 
 def _plots(page: RunPage, cases: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     block = page.block
-    points = _family_points(block.get("families"))
+    points = family_points(block.get("families"))
     if points:
         out["families"] = plots.forest(points, xlabel="mean score (95% interval)")
     scores = [r.score for r in page.rows if r.score is not None]
@@ -173,20 +242,6 @@ def _plots(page: RunPage, cases: Mapping[str, Mapping[str, Any]]) -> dict[str, s
         out["distribution"] = plots.histogram(scores)
     out.update(_verdict_plots(page.rows, cases))
     return out
-
-
-def _family_points(rows: object) -> list[plots.Point]:
-    """The report's family intervals as plot rows; a row of another shape (a record is untrusted) is left out."""
-    points = []
-    for r in rows if isinstance(rows, list) else []:
-        try:
-            marks = tuple(sorted((str(k), float(v)) for k, v in r.get("baselines", {}).items()))
-            point = plots.Point(str(r["family"]), float(r["mean"]), float(r["low"]), float(r["high"]), marks)
-        except (AttributeError, KeyError, TypeError, ValueError):
-            continue
-        if all(math.isfinite(x) for x in (point.mean, point.low, point.high, *(x for _, x in marks))):
-            points.append(point)
-    return points
 
 
 def _verdict_plots(rows: Sequence[CaseRow], cases: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

@@ -13,10 +13,14 @@ from attest.errors import AttestError
 from attest.files import read_text_bounded
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
+from evals.analysis.pairing import load_run
+from evals.analysis.tokens import PriceList
 from evals.corpus import paths
 from evals.render import html
+from evals.render.comparison_tokens import token_lines
+from evals.render.judge_status import judge_line
 from evals.render.page_compare import compare_page_data, overview
-from evals.render.page_run import answer_texts, run_page_data
+from evals.render.page_run import META, answer_texts, run_page_data
 from evals.store.models import Manifest, Prompts, Report
 from evals.store.protocols import Answers, Runs
 
@@ -53,9 +57,11 @@ def run_html(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
+    judged_by: str = "",
 ) -> str:
-    """A run's page from what the run recorded."""
-    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings))
+    """A run's page from what the run recorded; `judged_by` is `judge_line`'s for a judged run."""
+    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, prices, judged_by))
 
 
 def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | None = None) -> str:
@@ -66,11 +72,16 @@ def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | 
     cases = corpus_cases(manifest, paths_local=store.paths_local)
     theirs = stub(manifest, cases) if stub is not None and manifest.backend != "stub" else None
     warnings = degenerate([(case, text) for (case, _), text in texts.items()], theirs)
-    return run_html(manifest, report, prompts_of(store, run_id), texts, cases, warnings)
+    line = judge_line(store, manifest)
+    return run_html(manifest, report, prompts_of(store, run_id), texts, cases, warnings, judged_by=line)
 
 
 def comparison_html(
-    found: Sequence[Comparison], runs: Sequence[tuple[RunScores, RunScores]], store: Runs, cache: Answers | None
+    found: Sequence[Comparison],
+    runs: Sequence[tuple[RunScores, RunScores]],
+    store: Runs,
+    cache: Answers | None,
+    prices: PriceList | None = None,
 ) -> str:
     """A comparison's page: one section per comparison (with --all, one per task, and the Holm overview)."""
     pages = []
@@ -78,8 +89,29 @@ def comparison_html(
         answers = (_first_answers(store, cache, x.base_run), _first_answers(store, cache, x.cand_run))
         family = {**c.family, **b.family}
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
-        pages.append(compare_page_data(x, answers, family, scores))
+        page = compare_page_data(x, answers, family, scores, _titles(store, x.cand_run))
+        page.tokens = token_lines(load_run(store, x.base_run), load_run(store, x.cand_run), prices)
+        page.judges = _judges(store, x)
+        pages.append(page)
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
+
+
+def _judges(store: Runs, x: Comparison) -> list[tuple[str, str]]:
+    """Each run's judge and its validation, when either run was judged."""
+    lines = [
+        (side, judge_line(store, store.manifest(run)))
+        for side, run in (("baseline", x.base_run), ("candidate", x.cand_run))
+    ]
+    return [(side, line or "not judged") for side, line in lines] if any(line for _, line in lines) else []
+
+
+def _titles(store: Runs, run_id: str) -> dict[str, str]:
+    """case id -> its item's title (or first text input) from the corpus the run recorded."""
+    titles = {}
+    for case_id, case in corpus_cases(store.manifest(run_id)).items():
+        text = case.get("title") or next((v for k, v in case.items() if k not in META and isinstance(v, str)), "")
+        titles[case_id] = str(text)
+    return titles
 
 
 def _first_answers(store: Runs, cache: Answers | None, run_id: str) -> dict[str, str]:

@@ -23,7 +23,9 @@ def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = Non
     if case is not None and not samples:
         raise RunError(f"run {run_id} has no case {case!r}")
     answers = cache.get_many([s.key for s in samples])
+    inputs, gold = _case_fields(manifest, case) if case is not None else ({}, {})
     scored = {(r["id"], r["sample"]): r for r in (report.results if report else [])}
+    judged = {(r["id"], r["sample"]): r for r in (report.judged.get("results", []) if report else [])}
     rows = []
     for s in samples:
         entry = answers[s.key]
@@ -36,13 +38,28 @@ def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = Non
                 "score": result.get("score"),
                 "errors": result.get("errors", []),
                 "details": result.get("details", {}),
+                **({"inputs": inputs, "gold": gold} if case is not None else {}),
+                **_judged(judged.get((s.case, s.sample))),
             }
         )
     if as_json:
         data = {"manifest": manifest.to_dict(exclude=frozenset({"samples"})), "prompts": prompts, "cases": rows}
         return printable_json(json.dumps(data, indent=1, ensure_ascii=False))  # as safe as the text output
-    lines = [*_header(manifest, report.overall if report else None, prompts), *_cases(rows)]
+    lines = [*_header(manifest, report.overall if report else None, prompts), *_judge(store, manifest), *_cases(rows)]
     return "\n".join(printable(line) for line in lines)  # every field of a hand-edited run, made safe
+
+
+def _judged(row: dict[str, Any] | None) -> dict[str, Any]:
+    return {} if row is None else {"judged": "pass" if row["passed"] else "fail", "judge_reason": row["reason"]}
+
+
+def _judge(store: Runs, m: Manifest) -> list[str]:
+    """A judged run's judge and whether judge_check validated it."""
+    if m.judge is None:
+        return []
+    from evals.render.judge_status import judge_line  # the task registry: judged runs only
+
+    return [f"  judge       {judge_line(store, m)}"]
 
 
 def _header(m: Manifest, overall: float | None, prompts: dict[str, str]) -> list[str]:
@@ -67,13 +84,25 @@ def _header(m: Manifest, overall: float | None, prompts: dict[str, str]) -> list
     return lines
 
 
+def _case_fields(manifest: Manifest, case: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The case's inputs and gold from the corpus the run recorded (both empty when it cannot be read)."""
+    from evals.render.page_run import split_case
+    from evals.render.pages import corpus_cases
+
+    return split_case(corpus_cases(manifest).get(case, {}))
+
+
 def _cases(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     for row in rows:
         score = "  -  " if row["score"] is None else f"{row['score']:.2f}"
         lines.append(f"{score}  {row['case']}#{row['sample']}")
+        lines += [f"      input   {k}: {printable(' '.join(v.split()))}" for k, v in row.get("inputs", {}).items()]
+        lines += [f"      gold    {k}: {printable(v)}" for k, v in row.get("gold", {}).items()]
         answer = "(not in the cache)" if row["answer"] is None else printable(row["answer"])
         lines.append(f"      answer  {answer}")
         for error in row["errors"]:
             lines.append(f"      error   {printable(str(error))}")
+        if "judged" in row:
+            lines.append(f"      judged  {row['judged']}: {printable(str(row['judge_reason']))}")
     return lines

@@ -14,8 +14,10 @@ import argparse
 import math
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from evals.store.local.cache_db import CacheError
 
@@ -24,6 +26,7 @@ __all__ = [
     "DEFAULT_RETRY_S",
     "STORE_HELP",
     "add_store_arguments",
+    "hint_options",
     "resolve_cache_dir",
     "resolve_lease_wait",
     "resolve_store_retry",
@@ -101,3 +104,27 @@ def _read_store_file(path: str) -> str:
     if len(found) != 1:
         raise CacheError(f"{path}: holds {len(found)} lines that are not comments: {todo}")
     return found[0]
+
+
+def hint_options(cache_dir: str | None, store: str | None) -> str:
+    """` --cache-dir D --store URL` as given on the command line, for a printed hint that works when pasted.
+
+    A password in the URL is left out (libpq then reads PGPASSWORD or ~/.pgpass): hints are printed to logs.
+    A store from ATTEST_STORE needs no option: the variable is still set where the hint is pasted.
+    """
+    parts = [f" --cache-dir {shlex.quote(str(cache_dir))}"] if cache_dir else []
+    if store:
+        parts.append(f" --store {shlex.quote(_without_password(store))}")
+    return "".join(parts)
+
+
+def _without_password(url: str) -> str:
+    try:
+        split = urlsplit(url)
+        if split.password is None:
+            return url
+        user = split.username or ""
+        host = split.netloc.rpartition("@")[2]
+        return urlunsplit(split._replace(netloc=f"{user}@{host}"))
+    except ValueError:
+        return url

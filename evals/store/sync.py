@@ -88,17 +88,17 @@ def _copy_run(target: Runs, run_id: str, records: list[tuple[str, Record]], done
     """One run's records into `target`: those it lacks or holds otherwise (never over a differing run unless
     `overwrite`)."""
     todo = [(n, r) for n, r in records if not (target.exists(run_id, n) and _same(target, run_id, n, r))]
-    done.skipped += len(records) - len(todo)
     if not overwrite and any(target.exists(run_id, n) for n, _ in todo):
         done.conflicts += 1
         done.lines.append(f"conflict: run {run_id} differs from the local run of that id; left both as they are")
         return
     if not todo:
+        done.skipped += 1  # counted in runs: skipped when the target held every record
         return
     with target.writing(run_id):
         for name, record in todo:
             target.save(run_id, name, record)
-            done.copied += 1
+    done.copied += 1
 
 
 def _same(target: Runs, run_id: str, name: str, record: Record) -> bool:
@@ -120,7 +120,7 @@ def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[
     verb = "pushed to" if command == "push" else "pulled from"
     line = (
         f"{verb} {shared.where}: {answers.copied} answers ({answers.skipped} already there), "
-        f"{runs.copied} run records ({runs.skipped} already there)"
+        f"{runs.copied} run(s) ({runs.skipped} already there)"
     )
     left = answers.unreadable + runs.unreadable
     said = [*source.answers.warnings, *runs.lines]

@@ -149,7 +149,7 @@ def test_a_record_over_its_cap_is_measured_in_sql_and_never_parsed(
 def test_a_report_with_20000_families_draws_at_most_a_page(
     stored: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from evals.render import page_run, plots
+    from evals.render import page_caps, plots
 
     run_id = _one_run(stored)
     families = [{"family": f"f{i}", "mean": 0.5, "low": 0.4, "high": 0.6, "baselines": {}} for i in range(20000)]
@@ -164,7 +164,7 @@ def test_a_report_with_20000_families_draws_at_most_a_page(
     assert runs.main(["--store", stored, "show", run_id, "--html", str(page)]) == 0, capsys.readouterr().err
     text = page.read_text(encoding="utf-8")
     assert f"{20000 - plots.FOREST_ROWS} more not shown" in text
-    assert text.count(">f1") <= page_run.PAGE_FAMILIES  # family labels drawn: the first rows only
+    assert text.count(">f1") <= page_caps.PAGE_FAMILIES  # family labels drawn: the first rows only
 
 
 def test_a_corpus_path_recorded_in_the_store_is_never_opened(

@@ -272,12 +272,12 @@ def test_the_store_is_named_by_a_service_or_a_file_never_by_a_password_in_argv(
 def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as_interrupted(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evals.engine.execute import evaluate
     from evals.engine.chat import unsampled
+    from evals.engine.execute import evaluate
     from evals.reaction_eval import TASK, load_cases
+    from evals.store.models import RunProgress
     from evals.store.postgres import connection
     from evals.store.postgres import runs as pg_runs
-    from evals.store.models import RunProgress
     from evals.store.refs import list_runs
     from tests.fakes import RecordingChat
 
@@ -323,8 +323,8 @@ def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as
 
 def _five_runs(pg_url: str, tmp_path: Path) -> list[str]:
     """Five complete runs r0..r4 (r4 newest) in the store, with their answers; the sample keys."""
-    from evals.engine.execute import evaluate
     from evals.engine.chat import unsampled
+    from evals.engine.execute import evaluate
     from evals.reaction_eval import TASK, load_cases
     from tests.fakes import RecordingChat
 
@@ -383,7 +383,9 @@ def test_prune_leaves_a_run_whose_writer_is_alive(pg_url: str, tmp_path: Path) -
         with store.runs.writing("g1"):
             store.runs.save("g1", "manifest", live)
             out = _cli(["-m", "evals.runs", "--store", pg_url, "prune", "--incomplete", "--yes"])
-            assert out.returncode == 0 and "keep   g1 (another process is writing it)" in out.stdout, out.stdout + out.stderr
+            assert out.returncode == 0 and "keep   g1 (another process is writing it)" in out.stdout, (
+                out.stdout + out.stderr
+            )
         assert "g1" in store.runs.run_ids()
     finally:
         store.close()

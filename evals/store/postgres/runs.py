@@ -25,6 +25,7 @@ from evals.store.local.run_index import Summary
 from evals.store.models import Manifest, Record, RecordError, Report, RunAuthor, RunProgress, decode
 from evals.store.postgres.connection import Link, StoreError, describe, who
 from evals.store.records import RunError, RunStore, StoredSummary, check_owner, record_cap
+from evals.store.validation import VALIDATION_PREFIX
 
 __all__ = ["PgRuns"]
 
@@ -112,9 +113,8 @@ class PgRuns(RunStore):
         self.check_id(run_id)
 
     def run_ids(self) -> list[str]:
-        rows = self._link.run(
-            "list the runs", lambda c: c.execute("SELECT DISTINCT run_id FROM attest.records ORDER BY 1").fetchall()
-        )
+        query = "SELECT DISTINCT run_id FROM attest.records WHERE run_id NOT LIKE %s ORDER BY 1"
+        rows = self._link.fetch("list the runs", query, (VALIDATION_PREFIX + "%",))
         return [r[0] for r in rows]
 
     def save(self, run_id: str, name: str, record: Record) -> None:
