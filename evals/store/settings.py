@@ -47,5 +47,12 @@ def resolve_lease_wait(arg: float | None) -> float:
 
 
 def resolve_store_url(arg: str | None) -> str | None:
-    """--store, then ATTEST_STORE, then None (the local cache)."""
-    return arg or os.environ.get("ATTEST_STORE") or None
+    """--store, then ATTEST_STORE, then None (the local cache); a URL `connect` could not use is refused here."""
+    url = arg or os.environ.get("ATTEST_STORE") or None
+    if url is None:
+        return None
+    try:
+        from evals.store.postgres.connection import check_url
+    except ImportError:  # no client installed: open_store says how to install it
+        return url
+    return check_url(url)

@@ -26,6 +26,8 @@ from typing import Any
 import psycopg
 from psycopg import conninfo
 
+from attest.config import checked
+from attest.errors import ConfigError
 from evals.store.local.cache_db import CacheError
 from evals.store.protocols import WritesRefused
 
@@ -33,6 +35,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "StoreError",
     "StoreReadOnly",
+    "check_url",
     "connect",
     "describe",
     "ensure_schema",
@@ -42,6 +45,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+STORE_SETTING = "--store/ATTEST_STORE"
+STORE_VALID = "give postgresql://user:password@host:port/database (or host=... dbname=...)"
 _MIGRATION_LOCK = 0x617474657374_0001  # "attest" + 1: the one advisory lock id attest takes outside sample claims
 # Server side: drop a session whose client is gone within ~20 s (keepalives, unacked data), so a
 # partitioned worker's claims do not outlive it for long; and never keep a transaction open and idle.
@@ -117,10 +122,7 @@ def failure(exc: BaseException, doing: str, url: str) -> StoreError:
     where, text = describe(url), _reason(exc, url)
     state = getattr(exc, "sqlstate", None)
     if doing == "connect" and isinstance(exc, psycopg.ProgrammingError):  # the driver may echo the bad string
-        return StoreError(
-            "--store/ATTEST_STORE is not a PostgreSQL URL or connection string: "
-            "give postgresql://user:password@host:port/database (or host=... dbname=...)"
-        )
+        return StoreError(f"{STORE_SETTING} is not a PostgreSQL URL or connection string: {STORE_VALID}")
     if state == "42501" or isinstance(
         exc, psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction
     ):
@@ -153,12 +155,42 @@ def guard(doing: str, url: str) -> Iterator[None]:
         raise failure(exc, doing, url) from None
 
 
+def check_url(url: str) -> str:
+    """`url` if everything `connect` does with it before reaching a server works; else one ConfigError.
+
+    That is: libpq parses it, psycopg merges attest's options into it and reads its
+    timeout, and each host it names (a comma-separated list) can be handed to the
+    resolver (IDNA-encoded), which is where a 64-character label or a lone `xn--` fails.
+    Nothing is resolved or connected here. The message never repeats the URL or libpq's
+    words about it, which may hold the password.
+    """
+    return checked(STORE_SETTING, STORE_VALID, lambda: _rehearse(url))
+
+
+def _rehearse(url: str) -> str:
+    try:
+        kwargs = _connect_kwargs(url)
+    except psycopg.ProgrammingError:  # libpq's reason may quote the string, password and all
+        raise ConfigError(f"{STORE_SETTING} is not a PostgreSQL URL or connection string: {STORE_VALID}") from None
+    info = conninfo.conninfo_to_dict(url, **kwargs)
+    conninfo.timeout_from_conninfo(info)
+    for host in str(info.get("host") or "").split(","):
+        if host and not host.startswith("/") and host[1:2] != ":":  # a socket directory is a path, not a name
+            host.encode("idna")
+    return url
+
+
+def _connect_kwargs(url: str) -> dict[str, Any]:
+    """What `connect` passes beside `url`: the client options, and the server options after the URL's own."""
+    info = conninfo.conninfo_to_dict(url)
+    options = " ".join(x for x in (str(info.get("options") or ""), _SERVER_OPTIONS) if x)
+    return {**_CLIENT_OPTIONS, "options": options}
+
+
 def connect(url: str) -> psycopg.Connection[Any]:
     """An autocommit connection to the store, with keepalives both ways (see the module's options)."""
     with guard("connect", url):
-        info = conninfo.conninfo_to_dict(url)
-        options = " ".join(x for x in (str(info.get("options") or ""), _SERVER_OPTIONS) if x)
-        return psycopg.connect(url, autocommit=True, **{**_CLIENT_OPTIONS, "options": options})
+        return psycopg.connect(url, autocommit=True, **_connect_kwargs(url))
 
 
 def _version(conn: psycopg.Connection[Any]) -> int:
