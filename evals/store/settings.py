@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from pathlib import Path
 
+from attest.config import checked, shown_value
+from attest.errors import ConfigError
 from evals.store.local.cache_db import CacheError
 
 __all__ = [
@@ -23,13 +26,28 @@ __all__ = [
 ]
 
 DEFAULT_CACHE_DIR = "cache"
+CACHE_SETTING = "--cache-dir/ATTEST_CACHE_DIR"
+CACHE_VALID = "give a directory (made if missing), e.g. --cache-dir cache"
 DEFAULT_LEASE_WAIT_S = 60.0
 STORE_HELP = "a team's PostgreSQL store, postgresql://user:pass@host/db (env ATTEST_STORE; default: the cache)"
 
 
 def resolve_cache_dir(arg: str | os.PathLike[str] | None) -> Path:
-    """--cache-dir, then ATTEST_CACHE_DIR, then `cache/`."""
-    return Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
+    """--cache-dir, then ATTEST_CACHE_DIR, then `cache/`: a directory, or a path where one can be made."""
+    path = Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
+    return checked(CACHE_SETTING, CACHE_VALID, lambda: _directory_or_missing(path))
+
+
+def _directory_or_missing(path: Path) -> Path:
+    """`path` if it is a directory or nothing is there yet; what stat refuses (a name too long, a symlink
+    loop, a file on the way) is raised, for `checked` to make one line of."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(f"{CACHE_SETTING} {shown_value(str(path))} is not a directory: {CACHE_VALID}")
+    return path
 
 
 def resolve_lease_wait(arg: float | None) -> float:

@@ -46,6 +46,8 @@ def refusal(exc: BaseException) -> str:
     library = kind.__module__.partition(".")[0]
     if isinstance(exc, UnicodeEncodeError | UnicodeDecodeError):
         return f"it holds a character that cannot be encoded as {exc.encoding}"
+    if isinstance(exc, OSError) and exc.strerror:  # the system's words, not the path it was given
+        return exc.strerror
     if kind is UnicodeError:  # the standard IDNA codec's refusal, as the resolver would meet it
         return "a host name label that is empty or over 63 characters"
     return f"{kind.__name__}" if library == "builtins" else f"{library} refused it: {kind.__name__}"
