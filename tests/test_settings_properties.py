@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 import tempfile
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -35,19 +37,20 @@ from attest.backends.registry import make_backend
 from attest.backends.settings import DEFAULT_OLLAMA_MODEL, Settings
 from attest.backends.stub import StubBackend
 from attest.backends.types import Backend
-from tests.settings_strategies import NASTY, NUMBER, RELATIVE_PATH, URL, URL_VALUE
+from attest.errors import ConfigError
+from tests.settings_strategies import NASTY, NUMBER, RELATIVE_PATH, STORE_VALUE, URL, URL_VALUE
 
 pytestmark = pytest.mark.timeout(120)
 TAGS = '{"tags": ["deep-learning"]}'
 ITEM = ["--retries", "1", "A title", "A summary"]
 
 
-def pinned(*values: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """`@example(value=v)` for each of `values`: the regressions a search found, run every time."""
+def pinned(*values: str, **rest: object) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """`@example(value=v, **rest)` for each of `values`: the regressions found, run every time."""
 
     def wrap(test: Callable[..., None]) -> Callable[..., None]:
         for value in reversed(values):
-            test = example(value=value)(test)
+            test = example(value=value, **rest)(test)
         return test
 
     return wrap
@@ -115,7 +118,8 @@ URL_EXAMPLES = [
     "http://127.0.0.1:9/\udcff",  # ... in the path: httpx's percent-encoding could not
     "http://127.0.0.1:9/?a=\udcff",  # ... in the query: urllib's quote could not
     "http://127.0.0.1:9/a\x7fb",  # a control character in the path: httpx's InvalidURL
-    "http://xn--ls8h.example:1",  # a valid xn-- label (a emoji domain): works
+    "http://xn--ls8h.example:1",  # an emoji domain IDNA 2008 refuses
+    "http://xn--bcher-kva.example:1",  # a valid xn-- label (bücher): works
 ]
 
 
@@ -264,3 +268,103 @@ def test_cache_dir_for_writing_is_one_line_or_works(scratch: Path, place: tuple[
     code, err = run(lambda: main(TASK, argv), {"ATTEST_CACHE_DIR": cache_dir(scratch, place)}, cwd=scratch)
     lines = [line for line in err.splitlines() if not line.startswith("tagging dev: ")]  # the progress lines
     one_line_or_works(code, "\n".join(lines))
+
+
+# --- the team store ---------------------------------------------------------------------------------
+
+_HERE = ("", "localhost", "127.0.0.1", "::1")
+_PG_ENV = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE", "PGSERVICEFILE", "PGPASSFILE", "PGDATABASE", "PGUSER")
+
+
+def only_this_machine(url: str) -> bool:
+    """Whether every host and address `url` names is this machine (a socket directory, loopback), so
+    handing it to a command cannot reach or resolve anything elsewhere; a service file could name any host."""
+    from psycopg import conninfo
+
+    info = conninfo.conninfo_to_dict(url)
+    names = [*str(info.get("host") or "").split(","), *str(info.get("hostaddr") or "").split(",")]
+    return "service" not in info and all(n in _HERE or n.startswith(("/", "@")) for n in names)
+
+
+STORE_EXAMPLES = [
+    "postgresql://u:\udcff@127.0.0.1:9/db",  # a byte that is not UTF-8: libpq's parser could not encode it
+    "host=" + "a" * 64 + " port=1",  # a label over 63 characters: the resolver's IDNA codec refused it
+    "postgresql://[::1",
+    "host=127.0.0.1 port=99999999999",
+]
+
+
+@given(value=STORE_VALUE, flag=st.booleans())
+@pinned(*STORE_EXAMPLES, flag=False)
+def test_store_is_one_line_or_works(scratch: Path, value: str, flag: bool) -> None:
+    from evals import runs
+    from evals.store.settings import resolve_store_url
+
+    env = {"ATTEST_CACHE_DIR": str(fresh(scratch))}
+    with pytest.MonkeyPatch.context() as mp:
+        for name in _PG_ENV:
+            mp.delenv(name, raising=False)
+        try:
+            checked = resolve_store_url(value)  # the entry point's validation step
+        except ConfigError as exc:
+            assert "\n" not in str(exc) and "--store/ATTEST_STORE" in str(exc), str(exc)
+            checked = None
+        if checked is not None and not only_this_machine(checked):
+            return  # valid, and would be resolved or connected to elsewhere: the validation step is the test
+        argv, env = (["list", "--store", value], env) if flag else (["list"], {**env, "ATTEST_STORE": value})
+        code, err = run(lambda: runs.main(argv), env)
+    one_line_or_works(code, err)
+
+
+@given(value=STORE_VALUE, form=st.sampled_from(["url", "key"]))
+@example(value="postgresql://127.0.0.1:9/db", form="key")
+def test_a_store_password_is_never_shown(scratch: Path, value: str, form: str) -> None:
+    from evals import runs
+
+    if form == "url":
+        scheme, sep, rest = value.partition("://")
+        value = f"{scheme}{sep}u:{SECRET}@{rest.rpartition('@')[2]}" if sep else f"postgresql://u:{SECRET}@{value}"
+    else:
+        value = f"{value} password={SECRET}"
+    with pytest.MonkeyPatch.context() as mp:
+        for name in _PG_ENV:
+            mp.delenv(name, raising=False)
+        try:
+            local = only_this_machine(value)
+        except (psycopg.Error, UnicodeError):  # unparseable: the command refuses it before resolving anything
+            local = True
+        if not local:
+            return
+        code, err = run(lambda: runs.main(["list"]), {"ATTEST_CACHE_DIR": str(fresh(scratch)), "ATTEST_STORE": value})
+    one_line_or_works(code, err)
+    assert "S3CRET" not in err, err
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=f"store-{i}") for i, v in enumerate(STORE_EXAMPLES[:3])])
+def test_a_store_url_connect_would_choke_on_is_refused_before_connecting(value: str) -> None:
+    """Values the validation step must refuse itself (the property test does not connect to a name)."""
+    from evals.store.settings import resolve_store_url
+
+    with pytest.raises(ConfigError, match=r"^--store/ATTEST_STORE .*: give postgresql://") as info:
+        resolve_store_url(value)
+    assert "\n" not in str(info.value) and "\udcff" not in str(info.value)
+
+
+# --- a few through the real transport, in a subprocess ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("OLLAMA_HOST", "http://xn--a.invalid:1", "OLLAMA_HOST cannot be used (idna refused it"),  # the issue's
+        ("ATTEST_OPENAI_BASE_URL", "http://xn--a.invalid:1", "ATTEST_OPENAI_BASE_URL cannot be used (idna"),
+        ("OLLAMA_HOST", "http://u:p%ff@127.0.0.1:{port}/a%zz/\u00e4?k=%ff&j", "cannot get an answer from Ollama"),
+        ("ATTEST_OPENAI_BASE_URL", "http://[::1]:{port}/\u202e?x=\u200f", "cannot get an answer from the server"),
+    ],
+)
+def test_through_the_real_transport(attest_exe: Path, free_port: int, name: str, value: str, words: str) -> None:
+    env = {**os.environ, name: value.format(port=free_port)}
+    argv = [str(attest_exe), "tag", "--backend", "openai" if "OPENAI" in name else "ollama", "--model", "m", *ITEM]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    one_line_or_works(done.returncode, done.stderr, name if "cannot be used" in words else None)
+    assert done.returncode == 1 and words in done.stderr, done.stderr
