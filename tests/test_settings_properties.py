@@ -118,6 +118,7 @@ URL_EXAMPLES = [
     "http://127.0.0.1:9/\udcff",  # ... in the path: httpx's percent-encoding could not
     "http://127.0.0.1:9/?a=\udcff",  # ... in the query: urllib's quote could not
     "http://127.0.0.1:9/a\x7fb",  # a control character in the path: httpx's InvalidURL
+    "http:/\x1f@127.0.0.1",  # found by the search: urlsplit reads a path, httpx refuses the control in it
     "http://xn--ls8h.example:1",  # an emoji domain IDNA 2008 refuses
     "http://xn--bcher-kva.example:1",  # a valid xn-- label (bücher): works
 ]
@@ -165,10 +166,20 @@ def test_max_answer_bytes_is_one_line_or_works(value: str) -> None:
 
 @given(value=NUMBER, name=st.sampled_from(["ATTEST_LOCAL_THREADS", "ATTEST_LOCAL_SLOTS", "ATTEST_LOCAL_SERVERS"]))
 @example(value="\u00b2", name="ATTEST_LOCAL_SERVERS")
-@example(value="100000", name="ATTEST_LOCAL_THREADS")  # would have asked llama.cpp for 100,000 threads
+@example(value="100000", name="ATTEST_LOCAL_THREADS")
 def test_local_counts_are_one_line_or_work(value: str, name: str) -> None:
     code, err = attest(["tag", "--backend", "local", *ITEM], {name: value}, local_then_stub)
     one_line_or_works(code, err, name)
+
+
+@pytest.mark.parametrize("value", ["100000", "1025", "\u00b2", "9" * 5000])
+def test_a_local_count_no_machine_has_is_refused(value: str) -> None:
+    """100,000 threads would have been asked of llama.cpp; '²' passed isdigit() and failed int()."""
+    from attest.backends.llamacpp import LocalServerError, ServerSettings
+
+    with pytest.raises(LocalServerError, match=r"^ATTEST_LOCAL_THREADS=.* is not a whole number from 1 to 1024"):
+        ServerSettings.resolve({"ATTEST_LOCAL_THREADS": value})
+    assert ServerSettings.resolve({"ATTEST_LOCAL_THREADS": " 1024 "}).threads == 1024
 
 
 # --- files and directories ------------------------------------------------------------------------
