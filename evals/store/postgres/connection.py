@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+_SWALLOWED = re.compile(r"(^|\s)password\s*=")
 STORE_SETTING = "--store/ATTEST_STORE"
 STORE_VALID = "give postgresql://user:password@host:port/database (or host=... dbname=...)"
 _MIGRATION_LOCK = 0x617474657374_0001  # "attest" + 1: the one advisory lock id attest takes outside sample claims
@@ -174,10 +176,26 @@ def _rehearse(url: str) -> str:
         raise ConfigError(f"{STORE_SETTING} is not a PostgreSQL URL or connection string: {STORE_VALID}") from None
     info = conninfo.conninfo_to_dict(url, **kwargs)
     conninfo.timeout_from_conninfo(info)
+    _refuse_what_messages_would_show(info)
     for host in str(info.get("host") or "").split(","):
         if host and not host.startswith("/") and host[1:2] != ":":  # a socket directory is a path, not a name
             host.encode("idna")
     return url
+
+
+def _refuse_what_messages_would_show(info: dict[str, Any]) -> None:
+    """libpq reads `port= password=pw` as the port "password=pw", and its messages (and `describe`) show a
+    port, host, user or database: so a value that swallowed the password, or a port that is not a number,
+    is refused here without repeating it."""
+    for key, value in info.items():
+        if key != "password" and _SWALLOWED.search(str(value)):
+            raise ConfigError(
+                f"{STORE_SETTING}: {key}= is empty, so it took the password= after it as its value: "
+                f"write {key}='' or leave it out"
+            )
+    for port in str(info.get("port") or "").split(","):
+        if port and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+            raise ConfigError(f"{STORE_SETTING}: the port is not a number from 1 to 65535: {STORE_VALID}")
 
 
 def _connect_kwargs(url: str) -> dict[str, Any]:
