@@ -382,3 +382,11 @@ def test_through_the_real_transport(attest_exe: Path, free_port: int, name: str,
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     one_line_or_works(done.returncode, done.stderr, name if "cannot be used" in words else None)
     assert done.returncode == 1 and words in done.stderr, done.stderr
+
+
+@given(value=NASTY, kind=st.sampled_from(["ollama", "openai"]), flag=st.booleans())
+@example(value="m\udcff", kind="ollama", flag=False)  # a byte that is not UTF-8: httpx could not encode the body
+def test_model_is_one_line_or_works(value: str, kind: str, flag: bool) -> None:
+    argv, env = (["--model", value], {}) if flag else ([], {"ATTEST_MODEL": value})
+    code, err = attest(["tag", "--backend", kind, *argv, *ITEM], env)
+    one_line_or_works(code, err)

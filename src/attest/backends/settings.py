@@ -76,7 +76,7 @@ class Settings:
         openai = Endpoint.parse(openai_url, "ATTEST_OPENAI_BASE_URL") if kind == "openai" else None
         return cls(
             backend=kind,
-            model=model or environ.get("ATTEST_MODEL", ""),
+            model=_model_name(model or environ.get("ATTEST_MODEL", "")),
             ollama=ollama or Endpoint(DEFAULT_OLLAMA_HOST),
             openai=openai or Endpoint(DEFAULT_OPENAI_BASE_URL),
             retry=retry or RetryPolicy(),
@@ -85,6 +85,12 @@ class Settings:
                 "ATTEST_MAX_ANSWER_BYTES", environ.get("ATTEST_MAX_ANSWER_BYTES"), DEFAULT_MAX_ANSWER_BYTES
             ),
         )
+
+
+def _model_name(name: str) -> str:
+    """The model's name, which travels in a JSON body (UTF-8): a byte the environment could not decode is refused."""
+    checked("--model/ATTEST_MODEL", "a model name, e.g. gemma4:e2b", lambda: name.encode("utf-8"))
+    return name
 
 
 def ollama_endpoint(host: str) -> Endpoint:
