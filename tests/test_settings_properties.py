@@ -390,3 +390,12 @@ def test_model_is_one_line_or_works(value: str, kind: str, flag: bool) -> None:
     argv, env = (["--model", value], {}) if flag else ([], {"ATTEST_MODEL": value})
     code, err = attest(["tag", "--backend", kind, *argv, *ITEM], env)
     one_line_or_works(code, err)
+
+
+@given(key=NASTY, backend=st.one_of(st.sampled_from(["openai", "stub", "OpenAI", ""]), NASTY))
+@example(key="\udcff", backend="openai")
+def test_backend_and_api_key_are_one_line_or_work(key: str, backend: str) -> None:
+    env = {"ATTEST_BACKEND": backend, "ATTEST_OPENAI_API_KEY": SECRET + key, "ATTEST_MODEL": "m"}
+    code, err = attest(["tag", *ITEM], env)
+    one_line_or_works(code, err)
+    assert "S3CRET" not in err, err
