@@ -268,7 +268,7 @@ def test_cache_dir_for_reading_is_one_line_or_works(scratch: Path, place: tuple[
     one_line_or_works(code, err)
 
 
-@settings(max_examples=max(6, settings.default.max_examples // 6))  # each writes a run: a fifth of a second
+@settings(max_examples=max(4, settings.default.max_examples // 10))  # each writes a run and its page
 @given(place=CACHE_PLACES)
 @example(place=("fresh", "/".join(["d" * 200] * 21)))
 def test_cache_dir_for_writing_is_one_line_or_works(scratch: Path, place: tuple[str, str]) -> None:
@@ -371,9 +371,11 @@ def test_a_store_url_connect_would_choke_on_is_refused_before_connecting(value: 
     ("name", "value", "words"),
     [
         ("OLLAMA_HOST", "http://xn--a.invalid:1", "OLLAMA_HOST cannot be used (idna refused it"),  # the issue's
-        ("ATTEST_OPENAI_BASE_URL", "http://xn--a.invalid:1", "ATTEST_OPENAI_BASE_URL cannot be used (idna"),
-        ("OLLAMA_HOST", "http://u:p%ff@127.0.0.1:{port}/a%zz/\u00e4?k=%ff&j", "cannot get an answer from Ollama"),
-        ("ATTEST_OPENAI_BASE_URL", "http://[::1]:{port}/\u202e?x=\u200f", "cannot get an answer from the server"),
+        (
+            "ATTEST_OPENAI_BASE_URL",
+            "http://u:p%ff@127.0.0.1:{port}/a%zz/\u00e4\u202e?k=%ff&j=\u200f",
+            "cannot get an answer from the server",
+        ),
     ],
 )
 def test_through_the_real_transport(attest_exe: Path, free_port: int, name: str, value: str, words: str) -> None:
