@@ -38,7 +38,18 @@ from attest.backends.settings import DEFAULT_OLLAMA_MODEL, Settings
 from attest.backends.stub import StubBackend
 from attest.backends.types import Backend
 from attest.errors import ConfigError
-from tests.settings_strategies import NASTY, NUMBER, RELATIVE_PATH, STORE_VALUE, URL, URL_VALUE
+from tests.settings_strategies import (
+    CHAR,
+    HOST,
+    NASTY,
+    NUMBER,
+    PATH,
+    PORT,
+    QUERY,
+    RELATIVE_PATH,
+    STORE_VALUE,
+    URL_VALUE,
+)
 
 pytestmark = pytest.mark.timeout(120)
 TAGS = '{"tags": ["deep-learning"]}'
@@ -141,15 +152,23 @@ def test_openai_base_url_is_one_line_or_works(value: str) -> None:
 SECRET = "S3CRET-pw"
 
 
-@given(url=URL, kind=st.sampled_from(["ollama", "openai"]), tail=st.one_of(st.just(""), NASTY))
-@example(url="http://u:@xn--a.invalid:1", kind="ollama", tail="")
-def test_a_password_in_a_url_is_never_shown(url: str, kind: str, tail: str) -> None:
-    scheme, _, rest = url.rpartition("://")
-    value = f"{scheme}://u:{SECRET}{tail}@{rest.rpartition('@')[2]}" if scheme else f"u:{SECRET}{tail}@{url}"
+# The password's own characters: none that ends the authority (/ ? #), so it stays the URL's password.
+PASSWORD_TAIL = st.text(CHAR, max_size=12).map(lambda t: "".join(c for c in t if c not in "/?#"))
+
+
+@given(
+    scheme=st.sampled_from(["http://", "https://", ""]),
+    tail=PASSWORD_TAIL,
+    rest=st.tuples(HOST, PORT, PATH, QUERY).map("".join),
+    kind=st.sampled_from(["ollama", "openai"]),
+)
+@example(scheme="http://", tail="", rest="xn--a.invalid:1", kind="ollama")
+def test_a_password_in_a_url_is_never_shown(scheme: str, tail: str, rest: str, kind: str) -> None:
+    value = f"{scheme}u:{SECRET}{tail}@{rest}"
     name = "OLLAMA_HOST" if kind == "ollama" else "ATTEST_OPENAI_BASE_URL"
     code, err = attest(["tag", "--backend", kind, "--model", "m", *ITEM], {name: value})
     one_line_or_works(code, err)
-    assert SECRET not in err and "S3CRET" not in err, err
+    assert "S3CRET" not in err, err
 
 
 # --- numbers --------------------------------------------------------------------------------------
@@ -234,8 +253,8 @@ def test_tag_prompt_is_one_line_or_works(scratch: Path, where: str, content: str
     path = (
         here / "prompt.json" if content is not None else scratch / where if not where.startswith("/") else Path(where)
     )
-    if isinstance(content, str):
-        path.write_text(content, encoding="utf-8")
+    if isinstance(content, str):  # a byte the environment would hand over escaped is written as that byte
+        path.write_text(content, encoding="utf-8", errors="surrogateescape")
     elif isinstance(content, bytes):
         path.write_bytes(content)
     code, err = attest(["tag", "--backend", "stub", *ITEM], {"ATTEST_TAG_PROMPT": str(path)})
