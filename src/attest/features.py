@@ -115,8 +115,8 @@ def load_tag_prompt(path: Path) -> TagPrompt:
     except RecursionError:
         reason = "JSON nested too deeply"
     raise PromptArtifactError(
-        f"ATTEST_TAG_PROMPT={path}: {reason}; "
-        'fix the file (JSON such as {"instructions": "..."}) or unset ATTEST_TAG_PROMPT to use the default prompt'
+        f'ATTEST_TAG_PROMPT={path}: {reason} (it names a JSON file such as {{"instructions": "..."}}); '
+        "fix the file or unset ATTEST_TAG_PROMPT to use the default prompt"
     )
 
 
