@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from attest.config import checked, shown_value
+from attest.config import checked
 from attest.errors import ConfigError
 from evals.store.local.cache_db import CacheError
 
@@ -46,7 +46,7 @@ def _directory_or_missing(path: Path) -> Path:
     except FileNotFoundError:
         return path
     if not stat.S_ISDIR(mode):
-        raise ConfigError(f"{CACHE_SETTING} {shown_value(str(path))} is not a directory: {CACHE_VALID}")
+        raise ConfigError(f"{CACHE_SETTING} {path} is not a directory: {CACHE_VALID}")
     return path
 
 
