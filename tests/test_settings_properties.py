@@ -114,7 +114,7 @@ def mocked(config: Settings) -> Backend:
 def local_then_stub(config: Settings) -> Backend:
     """Build the local backend (it reads ATTEST_LOCAL_*; nothing starts before a request), then answer offline."""
     make_local(config).close()
-    return StubBackend(config.options)
+    return StubBackend(config.options, config.stub_answer)
 
 
 def attest(argv: list[str], env: dict[str, str], factory: Callable[[Settings], Backend] = mocked) -> tuple[int, str]:
