@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import stat
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from attest.config import checked
 from attest.errors import ConfigError
@@ -20,6 +22,7 @@ from evals.store.local.cache_db import CacheError
 __all__ = [
     "DEFAULT_LEASE_WAIT_S",
     "STORE_HELP",
+    "hint_options",
     "resolve_cache_dir",
     "resolve_lease_wait",
     "resolve_store_url",
@@ -74,3 +77,27 @@ def resolve_store_url(arg: str | None) -> str | None:
     except ImportError:  # no client installed: open_store says how to install it
         return url
     return check_url(url)
+
+
+def hint_options(cache_dir: str | None, store: str | None) -> str:
+    """` --cache-dir D --store URL` as given on the command line, for a printed hint that works when pasted.
+
+    A password in the URL is left out (libpq then reads PGPASSWORD or ~/.pgpass): hints are printed to logs.
+    A store from ATTEST_STORE needs no option: the variable is still set where the hint is pasted.
+    """
+    parts = [f" --cache-dir {shlex.quote(str(cache_dir))}"] if cache_dir else []
+    if store:
+        parts.append(f" --store {shlex.quote(_without_password(store))}")
+    return "".join(parts)
+
+
+def _without_password(url: str) -> str:
+    try:
+        split = urlsplit(url)
+        if split.password is None:
+            return url
+        user = split.username or ""
+        host = split.netloc.rpartition("@")[2]
+        return urlunsplit(split._replace(netloc=f"{user}@{host}"))
+    except ValueError:
+        return url
