@@ -420,3 +420,23 @@ def test_backend_and_api_key_are_one_line_or_work(key: str, backend: str) -> Non
     code, err = attest(["tag", *ITEM], env)
     one_line_or_works(code, err)
     assert "S3CRET" not in err, err
+
+
+@given(value=STORE_VALUE, form=st.sampled_from(["userinfo", "query", "key", "quoted"]))
+@example(value="host=/tmp/x dbname=d", form="key")  # hint_options printed this password as given
+@example(value="postgresql://h/d?sslmode=x", form="query")  # ... and this one
+def test_a_printed_store_hint_never_holds_the_password(value: str, form: str) -> None:
+    from evals.store.postgres.connection import check_url
+    from evals.store.settings import hint_options
+
+    if form in ("userinfo", "query"):
+        scheme, sep, rest = value.partition("://")
+        url = f"{scheme}{sep}u:{SECRET}@{rest}" if form == "userinfo" and sep else f"postgresql://h/d?password={SECRET}"
+        value = url if form == "userinfo" or not sep else f"{value}{'&' if '?' in value else '?'}password={SECRET}"
+    else:
+        value = f"{value} password={SECRET}" if form == "key" else f"password='{SECRET} x\\' y' {value}"
+    try:
+        check_url(value)
+    except ConfigError:
+        return  # the command stops at validation: no hint is printed
+    assert "S3CRET" not in hint_options(None, value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import stat
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "resolve_store_url",
 ]
 
+_KEY_PASSWORD = re.compile(r"\spassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S*)(?=\s)")
 DEFAULT_CACHE_DIR = "cache"
 CACHE_SETTING = "--cache-dir/ATTEST_CACHE_DIR"
 CACHE_VALID = "give a directory (made if missing), e.g. --cache-dir cache"
@@ -92,12 +94,16 @@ def hint_options(cache_dir: str | None, store: str | None) -> str:
 
 
 def _without_password(url: str) -> str:
-    try:
-        split = urlsplit(url)
-        if split.password is None:
-            return url
-        user = split.username or ""
-        host = split.netloc.rpartition("@")[2]
-        return urlunsplit(split._replace(netloc=f"{user}@{host}"))
-    except ValueError:
-        return url
+    """The store string without its password, in each place libpq reads one: the URL's userinfo, a
+    `password` query parameter, a `password=...` key (quoted or not)."""
+    if "://" in url:
+        try:
+            split = urlsplit(url)
+            query = "&".join(p for p in split.query.split("&") if not p.lower().startswith("password="))
+            split = split._replace(query=query)
+            if split.password is not None:
+                split = split._replace(netloc=f"{split.username or ''}@{split.netloc.rpartition('@')[2]}")
+            url = urlunsplit(split)
+        except ValueError:  # not a URL after all: no part of it is shown
+            return "URL"
+    return " ".join(_KEY_PASSWORD.sub(" ", f" {url} ").split())
