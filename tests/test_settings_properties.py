@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from attest import cli
 from attest.backends.local import make_local
-from attest.backends.registry import make_backend
+from attest.backends.registry import KINDS, make_backend
 from attest.backends.settings import DEFAULT_OLLAMA_MODEL, Settings
 from attest.backends.stub import StubBackend
 from attest.backends.types import Backend
@@ -440,3 +440,34 @@ def test_a_printed_store_hint_never_holds_the_password(value: str, form: str) ->
     except ConfigError:
         return  # the command stops at validation: no hint is printed
     assert "S3CRET" not in hint_options(None, value)
+
+
+# --- the judge's settings -----------------------------------------------------------------------------
+
+
+def judge_factory(config: Settings) -> Backend:
+    """Each backend as the eval builds it, offline: the stub with its answerer, local built then stubbed,
+    the HTTP ones against the mock server."""
+    if config.backend == "stub":
+        return StubBackend(config.options, config.stub_answer)
+    return local_then_stub(config) if config.backend == "local" else mocked(config)
+
+
+@settings(max_examples=max(6, settings.default.max_examples // 6))  # each runs one case and judges it
+@given(
+    kind=st.one_of(st.sampled_from(["stub", "ollama", "openai", "auto", "local", "STUB", " stub "]), NASTY), model=NASTY
+)
+@example(kind="x\udcff", model="")  # the variable is not checked by argparse's choices: one line, not a bug
+@example(kind="ollama", model="m\udcff")  # named as the judge's model, not ATTEST_MODEL
+def test_judge_settings_are_one_line_or_work(scratch: Path, kind: str, model: str) -> None:
+    from evals.cli.runner import main
+    from evals.explanation_eval import TASK
+
+    argv = ["--backend", "stub", "--limit", "1", "--retries", "1", "--json"]
+    env = {"ATTEST_JUDGE_BACKEND": kind, "ATTEST_JUDGE_MODEL": model, "ATTEST_CACHE_DIR": str(fresh(scratch))}
+    code, err = run(lambda: main(TASK, argv, backend_factory=judge_factory), env, cwd=scratch)
+    lines = [line for line in err.splitlines() if not line.startswith("explanation dev: ")]  # progress
+    one_line_or_works(code, "\n".join(lines))
+    if kind.strip() and kind.strip() not in KINDS:  # the variable is not limited by argparse's choices
+        assert code == 1 and "ATTEST_JUDGE_BACKEND=" in err, err
+    assert "ATTEST_MODEL" not in err, err  # the judge's model is its own setting

@@ -68,6 +68,7 @@ class Settings:
         default_backend: str = "ollama",
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
+        model_setting: str = "--model/ATTEST_MODEL",
     ) -> Settings:
         environ = os.environ if env is None else env
         kind = backend or environ.get("ATTEST_BACKEND") or default_backend
@@ -77,7 +78,7 @@ class Settings:
         openai = Endpoint.parse(openai_url, "ATTEST_OPENAI_BASE_URL") if kind == "openai" else None
         return cls(
             backend=kind,
-            model=_model_name(model or environ.get("ATTEST_MODEL", "")),
+            model=_model_name(model or environ.get("ATTEST_MODEL", ""), model_setting),
             ollama=ollama or Endpoint(DEFAULT_OLLAMA_HOST),
             openai=openai or Endpoint(DEFAULT_OPENAI_BASE_URL),
             retry=retry or RetryPolicy(),
@@ -88,9 +89,9 @@ class Settings:
         )
 
 
-def _model_name(name: str) -> str:
+def _model_name(name: str, setting: str) -> str:
     """The model's name, which travels in a JSON body (UTF-8): a byte the environment could not decode is refused."""
-    checked("--model/ATTEST_MODEL", "a model name, e.g. gemma4:e2b", lambda: name.encode("utf-8"))
+    checked(setting, "a model name, e.g. gemma4:e2b", lambda: name.encode("utf-8"))
     return name
 
 
