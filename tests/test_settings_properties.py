@@ -426,7 +426,7 @@ def test_backend_and_api_key_are_one_line_or_work(key: str, backend: str) -> Non
 @example(value="host=/tmp/x dbname=d", form="key")  # hint_options printed this password as given
 @example(value="postgresql://h/d?sslmode=x", form="query")  # ... and this one
 def test_a_printed_store_hint_never_holds_the_password(value: str, form: str) -> None:
-    from evals.store.postgres.connection import check_url
+    from evals.store.postgres.check import check_url
     from evals.store.settings import hint_options
 
     if form in ("userinfo", "query"):
