@@ -203,19 +203,20 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
     if args.html != "-":
         _print(found, pairs, args)
     if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
-        _append_summary(found, args.summary)
+        _append_summary(found, pairs, args)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
-def _append_summary(found: list[Comparison], target: str) -> None:
-    """Append the comparison as markdown to `target` (a step summary gathers every step's)."""
-    from evals.render.comparison_markdown import to_markdown
+def _append_summary(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argparse.Namespace) -> None:
+    """Append the markdown comparison and both runs' tokens and cost to `--summary` (a step summary)."""
+    from evals.render.comparison_tokens import markdown_with_tokens
 
+    target, text = args.summary, markdown_with_tokens(found, pairs, args.price_list)
     try:
         with open(target, "a", encoding="utf-8") as out:
-            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
+            out.write(printable(text, multiline=True) + "\n\n")
     except OSError as exc:
         raise RunError(
             f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
@@ -278,9 +279,9 @@ def _print(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argp
             one["runs"] = token_json(b, c, args.price_list)
         print(json.dumps(data, indent=1))
     elif args.markdown:
-        from evals.render.comparison_markdown import to_markdown
+        from evals.render.comparison_tokens import markdown_with_tokens
 
-        print(printable(to_markdown(found), multiline=True))
+        print(printable(markdown_with_tokens(found, pairs, args.price_list), multiline=True))
     else:
         for x, (b, c) in zip(found, pairs, strict=True):
             print(printable(to_text(x), multiline=True), end="")
