@@ -70,3 +70,31 @@ def test_a_run_whose_heartbeat_went_stale_lists_as_interrupted_after_pull(pg_url
     finally:
         local.close()
     assert rows == {"g1": "interrupted", **{f"r{i}": "complete" for i in range(5)}}
+
+
+def test_a_cold_sample_costs_well_under_one_statement_answers_written_in_batches(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evals.engine.chat import CachedChat, unsampled
+    from evals.engine.pipeline import generate, plan
+    from evals.reaction_eval import TASK, load_cases
+    from evals.store.keys import Identity
+    from tests.fakes import RecordingChat
+
+    cases = load_cases()[:30]
+    answer = {"verdict": True, "confidence": 3, "reasoning": "fits"}
+    store = open_store(pg_url, tmp_path)
+    try:
+        chat = CachedChat(unsampled(RecordingChat(lambda m, s: answer)), store.answers, Identity("fake", "m", "d", {}))
+        planned = plan(TASK, cases, chat.identity, 2)
+        sent = _sent(monkeypatch)
+        stats = generate(TASK, planned, chat, concurrency=4)
+        assert (stats.misses, chat.calls) == (60, 60)
+        writes = sent.count("store an answer")
+        assert 1 <= writes <= 60 // 8, sent  # one statement per batch of answers, never one per answer
+        assert len(sent) / 60 < 0.5, sent  # claims, writes and the reads around them, per cold sample
+        assert sent.count("give a claim back") == 0
+    finally:
+        store.close()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM attest.answers").fetchone() == (60,)

@@ -12,11 +12,11 @@ so PostgreSQL frees a dead worker's claims the instant its connections end, howe
 (SIGKILL too), and a partitioned worker's within ~20 s (keepalives and `tcp_user_timeout`,
 evals.store.postgres.connection). Claiming is one statement, `INSERT ... ON CONFLICT DO
 UPDATE ... WHERE <the holder is gone> RETURNING key`, which also skips a key whose answer
-exists: the claim and the re-read are one round trip, and a cold sample costs two (claim,
-store). Claiming needs INSERT and UPDATE on the table, so a read-only role can neither hold
-nor block a claim. Answers are inserted `ON CONFLICT DO NOTHING`: a model call made twice
-across a partition stores one answer. Each request thread has its own connection, so
-`--concurrency` overlaps round trips to a distant server instead of queueing on one."""
+exists: the claim and the re-read are one round trip for a batch of keys, and a batch's
+answers are stored in one statement (evals/engine/answer_buffer.py). Claiming needs INSERT
+and UPDATE on the table, so a read-only role can neither hold nor block a claim. A stored
+answer is kept (a call made twice stores one). Each request thread has its own connection,
+so `--concurrency` overlaps round trips to a distant server instead of queueing on one."""
 
 from __future__ import annotations
 
