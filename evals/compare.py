@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from attest.errors import run_main
+from attest.errors import AttestError, run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
@@ -163,13 +163,18 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Namespace) -> int:
     names = _task_names() if args.all else ("",)
-    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
+    loaded = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
+    for b, c in loaded:
+        pair(b, c, allow_split_mismatch=args.allow_split_mismatch)  # refuse what cannot be paired before re-scoring
+    equal = [_one_scorer(b, c, cache) for b, c in loaded]
+    pairs = [(b, c) for b, c, _ in equal]
+    notes = [n for _, _, n in equal]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
     if args.all:
-        found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed))
+        found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed, notes=notes))
     else:
-        found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
+        found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed, notes=notes[0])]
     found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
     if args.html is not None:
         _write_html(found, scores, store, cache, args.html)
@@ -178,6 +183,31 @@ def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Names
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
+
+
+def _one_scorer(base: Run, cand: Run, cache: AnswerCache | None) -> tuple[Run, Run, tuple[str, ...]]:
+    """Both runs scored by one scorer: as they are when their scorers agree, else both re-scored from their
+    cached answers with today's (model-free). When answers are missing they stay as they are, and the note
+    says how many are gone (the comparison is then withheld: a scorer difference is never credited)."""
+    was = (base.manifest.provenance.scorer_fingerprint, cand.manifest.provenance.scorer_fingerprint)
+    if was[0] == was[1]:
+        return base, cand, ()
+    from evals.cli import rescoring  # the task registry and the scorers: only when the scorers differ
+
+    gone = [(run.run_id, rescoring.missing(run.manifest, cache), len(run.manifest.samples)) for run in (base, cand)]
+    if cache is None or any(n for _, n, _ in gone):
+        said = " and ".join(f"{n} of {total} samples of run {run_id}" for run_id, n, total in gone if n)
+        return base, cand, (f"the answers of {said} are not in the cache (pruned), so both cannot be re-scored",)
+    try:
+        done = [rescoring.as_run(rescoring.rescore_run(r.manifest, cache), r.prompts) for r in (base, cand)]
+    except AttestError as exc:
+        return base, cand, (f"they could not be re-scored with one scorer: {exc}",)
+    now = done[0].manifest.provenance.scorer_fingerprint
+    note = (
+        f"scorer: the runs were scored by different scorers ({was[0][:12]}, {was[1][:12]}), so both were re-scored "
+        f"from their cached answers with today's ({now[:12]}) before deciding"
+    )
+    return done[0], done[1], (note,)
 
 
 def _task_names() -> tuple[str, ...]:

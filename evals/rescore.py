@@ -21,7 +21,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,32 +28,15 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
-from evals.corpus.cases import AnyCase
-from evals.engine import provenance
+from evals.cli.rescoring import Rescored, as_run, rescore_run, some
 from evals.engine.execute import report_of
-from evals.engine.pipeline import (
-    AnswerCache,
-    EvalResult,
-    MissingSampleError,
-    Task,
-    corpus_digests,
-    load_cases,
-    score_planned,
-)
+from evals.engine.pipeline import AnswerCache, EvalResult
 from evals.store.open import open_store
 from evals.store.protocols import WritesRefused
 from evals.store.records import Decision, Manifest, Report, RunError, RunStore
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
-
-
-@dataclass(frozen=True)
-class Rescored:
-    manifest: Manifest
-    result: EvalResult
-    corpus: Path
-    changes: list[str]  # what differs from when the run was made: labels, scorer
 
 
 def find_runs(
@@ -86,45 +68,6 @@ def _manifests(store: RunStore, skipped: list[str] | None) -> list[Manifest]:
 
 def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
-
-
-def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
-    """Score a run's cached samples with today's scorer against today's labels."""
-    if manifest.task not in tasks.names():
-        raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
-    task = tasks.get(manifest.task)
-    path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
-    loaded = load_cases(task, path)
-    cases: dict[str, AnyCase] = {c.id: c for c in loaded}
-    gone = sorted({s.case for s in manifest.samples} - set(cases))
-    if gone:
-        raise RunError(
-            f"run {manifest.run_id}: cases {gone[:5]} are not in {path}; rescore it with --run ID --corpus OLD_FILE"
-        )
-    samples = ((cases[s.case], s.sample, s.key) for s in manifest.samples)
-    try:
-        result = score_planned(task, samples, cache)
-    except MissingSampleError as exc:
-        raise RunError(f"run {manifest.run_id}: {exc}") from None
-    return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
-
-
-def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
-    changes = []
-    recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
-    splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split
-    differs = [s for s in splits if recorded.get(s) != now.get(s)]
-    if differs:
-        shown = ", ".join(f"{s} {now.get(s, 'n/a')[:12]} (run: {recorded.get(s, 'n/a')[:12]})" for s in differs)
-        changes.append(f"labels differ from the run's: split sha256 of {path}: {shown}; scored with these labels")
-        ran = manifest.case_sha256
-        relabelled = [c.id for c in corpus if c.id in ran and ran[c.id] != provenance.case_sha256(c)]
-        if relabelled:
-            changes.append(f"cases whose label or inputs changed: {_some(relabelled)}")
-    scorer = provenance.scorer_fingerprint(task.score_one)
-    if scorer != manifest.provenance.scorer_fingerprint:
-        changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
-    return changes
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -222,7 +165,7 @@ def recheck_decisions(
     ]
     if not found:
         return []
-    from evals.analysis.pairing import Run, recheck, recheck_line  # statistics (scipy) only when there is a decision
+    from evals.analysis.pairing import recheck, recheck_line  # statistics (scipy) only when there is a decision
 
     out = []
     for run_id, decision in found:
@@ -231,7 +174,7 @@ def recheck_decisions(
             base = rescored.get(decision.baseline_run) or rescore_run(
                 store.manifest(decision.baseline_run), cache, corpus
             )
-            runs = [Run(r.manifest, report_of(r.manifest, r.result, None)) for r in (base, cand)]
+            runs = [as_run(r) for r in (base, cand)]
             entry = recheck(decision, runs[0], runs[1])
         except AttestError as exc:
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
@@ -252,12 +195,7 @@ def _moved(old: Report | None, new: EvalResult) -> str:
         for cid, b in before.items()
         if cid in now and abs(sum(b) / len(b) - now[cid]) > 1e-9
     ]
-    return _some(moved)
-
-
-def _some(names: list[str], limit: int = 10) -> str:
-    more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
+    return some(moved)
 
 
 def _row(done: Rescored, old: float | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ difference". It needs no resampling, so one changed case (or none) is no special
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -28,20 +29,32 @@ from evals.analysis import distributions as dist
 from evals.analysis.stats import LEVEL, Estimate, Floats, Interval, Verdict, array_of, decimals_for
 
 __all__ = [
+    "LARGE",
+    "MEAN_ALPHA",
+    "TAIL_ALPHA",
     "TEST",
+    "VERDICT_LEVEL",
     "Paired",
     "PairedBatch",
+    "Tail",
     "aligned",
     "difference",
     "holm",
     "holm_levels",
     "paired",
     "paired_batch",
+    "tail_of",
+    "tail_p",
+    "tail_p_batch",
     "verdict",
     "verdict_decimals",
 ]
 
 TEST = "adjusted Wald t, the interval's own test"
+LARGE = 0.5  # a large change: a case's score moved by at least half the scale
+MEAN_ALPHA = (1 - LEVEL) / 2  # the mean test's share of the verdict's error budget
+TAIL_ALPHA = (1 - LEVEL) - MEAN_ALPHA  # the tail guard's share
+VERDICT_LEVEL = 1 - MEAN_ALPHA  # the level of the interval that decides (97.5%)
 
 
 SCIPY_FROM = 64  # above this many values at once (simulations), scipy's vectorised t is faster to import and use
@@ -109,6 +122,58 @@ def paired_batch(diffs: ArrayLike) -> PairedBatch:
     return PairedBatch(d.mean(axis=-1), centre, se, np.full(d.shape[:-1], max(n - 1, 1), dtype=np.float64))
 
 
+def tail_p(losses: int, gains: int) -> float:
+    """Exact one-sided binomial p of "large losses are no more likely than large gains": P(X >= losses), X ~ B(n, 1/2).
+
+    The sum is exact in integers (`scipy.stats.binomtest(losses, n, 0.5, alternative="greater")` agrees,
+    tests/test_tail_guard.py), so a command line pays no scipy import for it.
+    """
+    n = losses + gains
+    if losses <= 0:
+        return 1.0
+    return float(sum(math.comb(n, i) for i in range(losses, n + 1)) / 2**n)
+
+
+def tail_p_batch(losses: ArrayLike, gains: ArrayLike) -> Floats:
+    """`tail_p` for many comparisons at once (simulations), by scipy's binomial survival function."""
+    from scipy import stats as sps
+
+    k = np.asarray(losses, dtype=np.float64)
+    n = k + np.asarray(gains, dtype=np.float64)
+    return np.where(k > 0, np.asarray(sps.binom.sf(k - 1, n, 0.5), dtype=np.float64), 1.0)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The tail guard: cases that fell by at least LARGE against those that rose as much, and its p."""
+
+    losses: int
+    gains: int
+    p: float
+    alpha: float = TAIL_ALPHA  # an excess below it blocks ship (Bonferroni-split further under Holm)
+
+    @property
+    def excess(self) -> bool:
+        return self.p < self.alpha
+
+    def format(self) -> str:
+        verdict = "an excess of large regressions" if self.excess else "no excess of large regressions"
+        return (
+            f"{self.losses} fell by >= {LARGE:g}, {self.gains} rose as much: {verdict} "
+            f"(exact binomial p = {self.p:.2g}, blocks ship below {self.alpha:.3g})"
+        )
+
+
+def tail_of(d: ArrayLike, alpha: float = TAIL_ALPHA) -> Tail:
+    """The tail guard over per-case differences (candidate - baseline)."""
+    diffs = np.asarray(d, dtype=np.float64)
+    losses, gains = int((diffs <= -LARGE + 1e-12).sum()), int((diffs >= LARGE - 1e-12).sum())
+    return Tail(losses, gains, tail_p(losses, gains), alpha)
+
+
+NO_TAIL = Tail(0, 0, 1.0)
+
+
 @dataclass(frozen=True)
 class Paired:
     """A paired comparison of per-case scores: candidate - baseline over the same cases, against a margin."""
@@ -123,6 +188,7 @@ class Paired:
     se: float
     df: int
     margin: float = 0.0
+    tail: Tail = NO_TAIL
 
     @property
     def n(self) -> int:
@@ -175,7 +241,7 @@ def paired(base: ArrayLike, cand: ArrayLike, *, level: float = LEVEL, margin: fl
     changed = d[np.abs(d) > 1e-12]
     return Paired(
         estimate, float(batch.pvalues(margin)[0]), TEST, int((changed > 0).sum()), int((changed < 0).sum()),
-        d.size - changed.size, float(batch.centre[0]), float(batch.se[0]), int(batch.df[0]), margin,
+        d.size - changed.size, float(batch.centre[0]), float(batch.se[0]), int(batch.df[0]), margin, tail_of(d),
     )  # fmt: skip
 
 
@@ -192,12 +258,14 @@ def difference(base: ArrayLike, cand: ArrayLike, level: float = LEVEL) -> Estima
 
 
 def verdict(result: Paired | Interval, margin: float = 0.0) -> Verdict:
-    """ship when the interval's lower bound is above `margin`, regress when its upper bound is below 0."""
+    """ship when the interval's lower bound is above `margin` (and, for a `Paired`, its tail guard finds no
+    excess of large regressions), regress when its upper bound is below 0."""
     if not margin >= 0:
         raise ValueError(f"the margin must be >= 0 (a gain required to ship), got {margin}")
     interval = result.interval if isinstance(result, Paired) else result
     if interval.low > margin:
-        return "ship"
+        blocked = isinstance(result, Paired) and result.tail.excess
+        return "inconclusive" if blocked else "ship"
     if interval.high < 0:
         return "regress"
     return "inconclusive"

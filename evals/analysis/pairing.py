@@ -29,6 +29,9 @@ _MAX_CORPUS_BYTES = 5 << 20  # evals.corpus.read's cap (not imported: the corpus
 __all__ = ["UNKNOWN", "Run", "decide", "load_run", "pair", "recheck", "recheck_line", "scores_of"]
 
 UNKNOWN = "unknown"  # the family of a case the run's corpus file no longer holds
+# a backend's own server settings (the local backend's threads, slots, servers), recorded under this key of
+# its options: they are part of the model's identity, not sampling options, so they count as a model change
+SERVER = "server"
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,9 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
         memo[ref] = _families(resolve_corpus(ref))
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
     m = run.manifest
-    return RunScores(m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m), run.prompts)
+    return RunScores(
+        m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m), run.prompts, dict(m.request_sha256)
+    )
 
 
 def _families(path: Path) -> dict[str, str]:
@@ -139,11 +144,13 @@ def _families(path: Path) -> dict[str, str]:
 def _provenance(m: Manifest) -> dict[str, object]:
     p = m.provenance
     commit = None if p.git_commit is None else p.git_commit + (" (dirty)" if p.git_dirty else "")
+    options = {k: v for k, v in m.options.items() if k != SERVER}
     return {
         "backend": m.backend,
         "model": m.model,
         "digest": m.digest,
-        "options": json.dumps(m.options, sort_keys=True),
+        "server": json.dumps(m.options[SERVER], sort_keys=True) if SERVER in m.options else None,
+        "options": json.dumps(options, sort_keys=True),
         "label": m.label,
         "repeat": m.repeat,
         "split": m.split,

@@ -18,10 +18,12 @@ from evals.render.comparison_words import (
     holm_note,
     key_words,
     only,
+    p_text,
     pct,
     reason,
     score,
     side_by_side,
+    tail_text,
     value_text,
 )
 
@@ -84,7 +86,7 @@ def _markdown_one(x: Comparison, budget: int) -> str:
         f"| baseline | {x.base.format()} |\n| candidate | {x.cand.format()} |",
         f"| difference | {difference(x)} ({pct(p.interval.level)}) |",
         "",
-        f"{reason(x).capitalize()}. p = {p.p_value:.2g} ({p.test}); margin {x.margin:g}. "
+        f"{reason(x).capitalize()}. {p_text(x)}; margin {x.margin:g}. Tail guard: {tail_text(x)}. "
         f"{p.improved} improved, {p.regressed} regressed, {p.unchanged} unchanged over {x.n} paired cases"
         + (f" (not compared: {only(x)})." if x.only_base or x.only_cand else "."),
     ]
@@ -102,6 +104,7 @@ def _markdown_one(x: Comparison, budget: int) -> str:
 def _differs(x: Comparison, rows: int, budget: int) -> list[str]:
     """The opening: every recorded difference (values whole up to `VALUE_MD`, cut between words), the prompt diff."""
     lines = [f"**What differs:** {differs_head(x)}", ""]
+    lines += [f"**Made equal:** {_cell(note, None)}\n" for note in x.notes]
     if x.what_changed:
         lines += ["| | baseline | candidate |", "|---|---|---|"]
         lines += [

@@ -47,7 +47,14 @@ def reason(x: Comparison) -> str:
         alone = "" if x.measured == "inconclusive" else f" (the interval alone would say {x.measured})"
         return x.withheld + alone
     if x.verdict == "ship":
-        return f"the whole interval is above the margin {x.margin:g}"
+        return f"the whole interval is above the margin {x.margin:g} and no excess of large regressions"
+    if low > x.margin and x.paired.tail.excess:
+        t = x.paired.tail
+        return (
+            f"the whole interval is above the margin {x.margin:g}, but {t.losses} case(s) fell by at least half "
+            f"the scale against {t.gains} that rose as much (p = {t.p:.2g} < {t.alpha:.3g}): an excess of large "
+            "regressions blocks ship"
+        )
     if x.verdict == "regress":
         return "the whole interval is below 0"
     if low > 0:
@@ -82,6 +89,20 @@ def holm_note(x: Comparison) -> str:
         return ""
     level = pct(x.paired.interval.level)
     return f"Holm over {x.family_size} comparisons: interval at {level}, adjusted p = {x.holm_p:.2g}"
+
+
+def p_text(x: Comparison) -> str:
+    """The p beside the difference: the decision's own, and under Holm the adjusted one beside the Holm-level
+    interval it agrees with."""
+    p = x.paired
+    if x.holm_p is not None:
+        return f"Holm-adjusted p = {x.holm_p:.2g} over {x.family_size} (unadjusted {p.p_value:.2g}; {p.test})"
+    return f"p = {p.p_value:.2g} ({p.test})"
+
+
+def tail_text(x: Comparison) -> str:
+    """The tail guard beside the verdict: its counts, its exact binomial p and the level it blocks ship at."""
+    return x.paired.tail.format()
 
 
 def ids(changes: Sequence[CaseChange], limit: int, quote: str = "") -> str:
