@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from evals.analysis import distributions as dist
 from evals.analysis.stats import LEVEL, Estimate, Floats, Interval, Verdict, array_of, decimals_for
@@ -43,6 +43,7 @@ __all__ = [
     "holm_levels",
     "paired",
     "paired_batch",
+    "ships_batch",
     "tail_of",
     "tail_p",
     "tail_p_batch",
@@ -141,6 +142,15 @@ def tail_p_batch(losses: ArrayLike, gains: ArrayLike) -> Floats:
     k = np.asarray(losses, dtype=np.float64)
     n = k + np.asarray(gains, dtype=np.float64)
     return np.where(k > 0, np.asarray(sps.binom.sf(k - 1, n, 0.5), dtype=np.float64), 1.0)
+
+
+def ships_batch(diffs: ArrayLike, margin: float = 0.0) -> NDArray[np.bool_]:
+    """The verdict's ship rule for each row of a (comparisons x cases) array of differences, vectorised for
+    simulations: the interval at VERDICT_LEVEL above `margin`, and no excess of large regressions."""
+    d = np.atleast_2d(np.asarray(diffs, dtype=np.float64))
+    low, _ = paired_batch(d).bounds(VERDICT_LEVEL)
+    losses, gains = (d <= -LARGE + 1e-12).sum(axis=-1), (d >= LARGE - 1e-12).sum(axis=-1)
+    return np.asarray((low > margin) & ~(tail_p_batch(losses, gains) < TAIL_ALPHA), dtype=np.bool_)
 
 
 @dataclass(frozen=True)
