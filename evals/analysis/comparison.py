@@ -21,7 +21,6 @@ from attest.errors import AttestError
 from evals.analysis.differences import Change, what_changed, withheld
 from evals.analysis.paired import (
     MEAN_ALPHA,
-    TAIL_ALPHA,
     VERDICT_LEVEL,
     Paired,
     difference,
@@ -32,6 +31,7 @@ from evals.analysis.paired import (
 )
 from evals.analysis.power import Detectable, detectable_from
 from evals.analysis.stats import Estimate, Verdict, is_binary, mean_estimate
+from evals.analysis.tail import TAIL_ALPHA
 
 __all__ = [
     "EXIT_CODES",

@@ -18,7 +18,6 @@ difference". It needs no resampling, so one changed case (or none) is no special
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -27,16 +26,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from evals.analysis import distributions as dist
 from evals.analysis.stats import LEVEL, Estimate, Floats, Interval, Verdict, array_of, decimals_for
+from evals.analysis.tail import LARGE, NO_TAIL, TAIL_ALPHA, Tail, tail_of, tail_p_batch
 
 __all__ = [
-    "LARGE",
     "MEAN_ALPHA",
-    "TAIL_ALPHA",
     "TEST",
     "VERDICT_LEVEL",
     "Paired",
     "PairedBatch",
-    "Tail",
     "aligned",
     "difference",
     "holm",
@@ -44,17 +41,12 @@ __all__ = [
     "paired",
     "paired_batch",
     "ships_batch",
-    "tail_of",
-    "tail_p",
-    "tail_p_batch",
     "verdict",
     "verdict_decimals",
 ]
 
 TEST = "adjusted Wald t, the interval's own test"
-LARGE = 0.5  # a large change: a case's score moved by at least half the scale
-MEAN_ALPHA = (1 - LEVEL) / 2  # the mean test's share of the verdict's error budget
-TAIL_ALPHA = (1 - LEVEL) - MEAN_ALPHA  # the tail guard's share
+MEAN_ALPHA = (1 - LEVEL) - TAIL_ALPHA  # the mean test's share of the verdict's error budget
 VERDICT_LEVEL = 1 - MEAN_ALPHA  # the level of the interval that decides (97.5%)
 
 
@@ -123,27 +115,6 @@ def paired_batch(diffs: ArrayLike) -> PairedBatch:
     return PairedBatch(d.mean(axis=-1), centre, se, np.full(d.shape[:-1], max(n - 1, 1), dtype=np.float64))
 
 
-def tail_p(losses: int, gains: int) -> float:
-    """Exact one-sided binomial p of "large losses are no more likely than large gains": P(X >= losses), X ~ B(n, 1/2).
-
-    The sum is exact in integers (`scipy.stats.binomtest(losses, n, 0.5, alternative="greater")` agrees,
-    tests/test_tail_guard.py), so a command line pays no scipy import for it.
-    """
-    n = losses + gains
-    if losses <= 0:
-        return 1.0
-    return float(sum(math.comb(n, i) for i in range(losses, n + 1)) / 2**n)
-
-
-def tail_p_batch(losses: ArrayLike, gains: ArrayLike) -> Floats:
-    """`tail_p` for many comparisons at once (simulations), by scipy's binomial survival function."""
-    from scipy import stats as sps
-
-    k = np.asarray(losses, dtype=np.float64)
-    n = k + np.asarray(gains, dtype=np.float64)
-    return np.where(k > 0, np.asarray(sps.binom.sf(k - 1, n, 0.5), dtype=np.float64), 1.0)
-
-
 def ships_batch(diffs: ArrayLike, margin: float = 0.0) -> NDArray[np.bool_]:
     """The verdict's ship rule for each row of a (comparisons x cases) array of differences, vectorised for
     simulations: the interval at VERDICT_LEVEL above `margin`, and no excess of large regressions."""
@@ -151,37 +122,6 @@ def ships_batch(diffs: ArrayLike, margin: float = 0.0) -> NDArray[np.bool_]:
     low, _ = paired_batch(d).bounds(VERDICT_LEVEL)
     losses, gains = (d <= -LARGE + 1e-12).sum(axis=-1), (d >= LARGE - 1e-12).sum(axis=-1)
     return np.asarray((low > margin) & ~(tail_p_batch(losses, gains) < TAIL_ALPHA), dtype=np.bool_)
-
-
-@dataclass(frozen=True)
-class Tail:
-    """The tail guard: cases that fell by at least LARGE against those that rose as much, and its p."""
-
-    losses: int
-    gains: int
-    p: float
-    alpha: float = TAIL_ALPHA  # an excess below it blocks ship (Bonferroni-split further under Holm)
-
-    @property
-    def excess(self) -> bool:
-        return self.p < self.alpha
-
-    def format(self) -> str:
-        verdict = "an excess of large regressions" if self.excess else "no excess of large regressions"
-        return (
-            f"{self.losses} fell by >= {LARGE:g}, {self.gains} rose as much: {verdict} "
-            f"(exact binomial p = {self.p:.2g}, blocks ship below {self.alpha:.3g})"
-        )
-
-
-def tail_of(d: ArrayLike, alpha: float = TAIL_ALPHA) -> Tail:
-    """The tail guard over per-case differences (candidate - baseline)."""
-    diffs = np.asarray(d, dtype=np.float64)
-    losses, gains = int((diffs <= -LARGE + 1e-12).sum()), int((diffs >= LARGE - 1e-12).sum())
-    return Tail(losses, gains, tail_p(losses, gains), alpha)
-
-
-NO_TAIL = Tail(0, 0, 1.0)
 
 
 @dataclass(frozen=True)

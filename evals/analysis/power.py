@@ -22,8 +22,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evals.analysis import distributions as dist
-from evals.analysis.paired import LARGE, TAIL_ALPHA, aligned
+from evals.analysis.paired import aligned
 from evals.analysis.stats import is_binary
+from evals.analysis.tail import LARGE, TAIL_ALPHA
 
 __all__ = [
     "EXACT_UP_TO",
