@@ -36,7 +36,7 @@ def tail_p(losses: int, gains: int) -> float:
 
 def tail_p_batch(losses: ArrayLike, gains: ArrayLike) -> Floats:
     """`tail_p` for many comparisons at once (simulations), by scipy's binomial survival function."""
-    from scipy import stats as sps
+    from scipy import stats as sps  # type: ignore[import-untyped]
 
     k = np.asarray(losses, dtype=np.float64)
     n = k + np.asarray(gains, dtype=np.float64)
