@@ -64,7 +64,9 @@ def test_runs_pair_by_case_id_over_shared_cases_and_average_repeats() -> None:
     assert x.n == 3
     assert (x.only_base, x.only_cand) == (("only-a",), ("only-b",))
     assert x.paired.mean_diff == pytest.approx(((1 - 0.5) + 0 + 0.75) / 3)
-    assert x.paired == paired([0.5, 1.0, 0.0], [1.0, 1.0, 0.75], level=VERDICT_LEVEL)  # the order of the dicts does not matter
+    assert x.paired == paired(
+        [0.5, 1.0, 0.0], [1.0, 1.0, 0.75], level=VERDICT_LEVEL
+    )  # the order of the dicts does not matter
     assert [(c.case_id, c.base, c.cand) for c in x.improved] == [("c3", 0.0, 0.75), ("c1", 0.5, 1.0)]
     assert x.unchanged == ("c2",)
 

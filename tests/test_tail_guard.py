@@ -66,9 +66,8 @@ def test_rare_total_failures_behind_small_gains_do_not_ship(tmp_path: Path, caps
     assert data["verdict"] == "inconclusive" and data["exit_code"] == 3
     text = run_compare(capsys, cache, base, cand)
     assert text.code == 3
-    assert (
-        "tail        6 fell by >= 0.5, 0 rose as much: an excess of large regressions (exact binomial p = 0.016"
-        in (text.out)
+    assert "tail        6 fell by >= 0.5, 0 rose as much: an excess of large regressions (exact binomial p = 0.016" in (
+        text.out
     )
     assert "an excess of large regressions blocks ship" in text.out
     assert "Tail guard: 6 fell by >= 0.5, 0 rose as much" in run_compare(capsys, cache, base, cand, "--markdown").out
