@@ -3,10 +3,14 @@
     python evals/optimize_tagging.py --backend local --budget 12
     nox -s optimize-tagging -- --backend local --budget 12
 
-What is optimised is the prompt that ships: the search (evals/cli/tagging_search.py)
-renders every request with `attest.features.tag_messages` and asks the model through
-attest's backend and response cache, so a rerun with the same settings makes no model
-calls.
+This is the one module under evals/ that imports dspy (the design note's rule, pinned by
+tests/test_seed_contract.py); what the search needs besides DSPy is in
+evals/cli/tagging_search.py, which takes what DSPy gives it as arguments. What is
+optimised is the prompt that ships: DSPy's `Predict` runs through `TagPromptAdapter`,
+which renders every request with `attest.features.tag_messages` (the predictor's
+instructions and demos become a `TagPrompt`), so DSPy's own prompt format never reaches
+the model, and asks `AttestLM`, whose calls go through attest's backend and response
+cache, so a rerun with the same settings makes no model calls.
 
 `dspy.BootstrapFewShot` tries at most `--budget` train cases, one model call each (a
 counter refuses any call beyond the budget), keeps as demos the cases the model tags
@@ -26,112 +30,136 @@ error and 2 on a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import dspy
+
+from attest.answers import ModelOutputError
 from attest.backends.registry import make_backend
-from attest.backends.types import Backend
-from attest.errors import AttestError, run_main
-from attest.features import TagPrompt, load_tag_prompt
-from attest.options import OneLineErrorParser, add_backend_options, at_least, settings_from_args
+from attest.backends.types import Backend, Message
+from attest.errors import run_main
+from attest.features import tag_messages
+from attest.options import settings_from_args
 from evals.analysis.comparison import compare
 from evals.analysis.pairing import Run, pair
-from evals.cli.optimize_output import Outcome, print_outcome, record, record_path
-from evals.cli.options import margin_type
+from evals.cli.optimize_options import optimise_parser
+from evals.cli.optimize_output import Outcome, print_outcome, record, record_path, write_artifact
 from evals.cli.runner import BackendFactory
 from evals.cli.tagging_search import (
     BASELINE,
-    AttestLM,
+    SCHEMA,
     BudgetedChat,
     BudgetExceeded,
     Search,
-    TagPromptAdapter,
-    evaluate_prompt,
+    SearchStopped,
+    metric,
+    parse_tags,
     prompt_from,
     run_prompt,
-    search,
-    tag_signature,
+    train_sample,
 )
 from evals.corpus.cases import TaggingCase
-from evals.engine.pipeline import CachedChat
+from evals.engine.pipeline import CachedChat, SampleChat
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
-from evals.store.records import write_atomic
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
-from evals.tagging_eval import gate, load_cases
+from evals.store.settings import resolve_cache_dir, resolve_store_url
+from evals.tagging_eval import dspy_fields, gate, load_cases, to_dspy_example
 
-__all__ = [
-    "AttestLM",
-    "BudgetExceeded",
-    "BudgetedChat",
-    "Search",
-    "TagPromptAdapter",
-    "evaluate_prompt",
-    "main",
-    "prompt_from",
-    "search",
-    "tag_signature",
-]
-
-DEFAULT_OUTPUT = Path(__file__).with_name("prompts") / "tagging.json"
-DEFAULT_BUDGET = 12
-DEFAULT_MAX_DEMOS = 3  # with 3 demos a request is ~1200 tokens; SmolLM2 (local) has 2048 for prompt and answer
+__all__ = ["AttestLM", "BudgetExceeded", "BudgetedChat", "TagPromptAdapter", "main", "search", "tag_signature"]
 
 
-class ArtifactWriteError(AttestError):
-    """The accepted prompt cannot be written to --output."""
+# --- the DSPy side: attest's renderer, parser and cache behind DSPy's LM and adapter ---------
+
+
+class AttestLM(dspy.BaseLM):  # type: ignore[misc]
+    """The LM DSPy sees. Only TagPromptAdapter calls it, through `answer`; DSPy's own
+    request path (`forward`) and cache are never used."""
+
+    def __init__(self, chat: SampleChat, name: str) -> None:
+        super().__init__(model=name, cache=False)
+        self.chat = chat
+
+    def answer(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
+        """The model's raw answer to a rendered request (sample 0)."""
+        return self.chat(messages, schema, 0).text
+
+
+class TagPromptAdapter(dspy.Adapter):  # type: ignore[misc]
+    """Render DSPy's tagging calls with `tag_messages` and parse the answers as attest does.
+
+    `lm_kwargs` are ignored: the backend's options (temperature 0, a fixed seed) come from
+    Settings and are part of the cache key, and the bootstrap runs one round, so DSPy never
+    asks for another temperature.
+    """
+
+    def __call__(
+        self,
+        lm: Any,
+        lm_kwargs: dict[str, Any],
+        signature: Any,
+        demos: list[Any],
+        inputs: dict[str, Any],
+    ) -> list[dict[str, Any]]:
+        if not isinstance(lm, AttestLM):
+            raise TypeError(f"TagPromptAdapter answers through AttestLM, not {type(lm).__name__}")
+        return [self.parse(signature, lm.answer(self.format(signature, demos, inputs), SCHEMA))]
+
+    def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[Message]:
+        return tag_messages(inputs["title"], inputs["summary"], prompt=prompt_from(signature.instructions, demos))
+
+    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
+        try:
+            return parse_tags(completion)
+        except ModelOutputError as exc:
+            raise dspy.AdapterParseError(type(self).__name__, signature, completion, exc.reason) from None
+
+
+def tag_signature(instructions: str) -> Any:
+    """The DSPy signature for tagging: fields from `dspy_fields()`, the given instructions."""
+    inputs, outputs = dspy_fields()
+    fields: dict[str, tuple[type, Any]] = {name: (str, dspy.InputField()) for name in inputs}
+    fields |= {name: (list[str], dspy.OutputField()) for name in outputs}
+    return dspy.make_signature(fields, instructions)
+
+
+def search(
+    chat: BudgetedChat, train: Sequence[TaggingCase], *, seed: int, max_demos: int, instructions: str, label: str
+) -> Search:
+    """Bootstrap demos from at most `chat.limit` train cases, one model call each (max_rounds=1).
+
+    A bootstrapped demo is a case the model tagged exactly right (F1 = 1, so no demo teaches
+    a wrong tag); the rest of the `max_demos` are labelled cases it tried but did not get right.
+    """
+    tried = train_sample(train, chat.limit, seed)
+    trainset = [dspy.Example(**to_dspy_example(c)).with_inputs(*dspy_fields()[0]) for c in tried]
+    optimiser = dspy.BootstrapFewShot(
+        metric=metric,
+        metric_threshold=1.0,
+        max_bootstrapped_demos=max_demos,
+        max_labeled_demos=max_demos,
+        max_rounds=1,
+        max_errors=len(trainset) + 1,
+    )
+    try:
+        with dspy.context(lm=AttestLM(chat, label), adapter=TagPromptAdapter()), contextlib.redirect_stdout(sys.stderr):
+            program = optimiser.compile(dspy.Predict(tag_signature(instructions)), trainset=trainset)
+    except SearchStopped:
+        assert chat.failure is not None
+        raise chat.failure from None
+    demos = list(program.demos)
+    bootstrapped = sum(bool(d.get("augmented", False)) for d in demos)
+    return Search(prompt_from(program.signature.instructions, demos), [c.id for c in tried], bootstrapped, chat.refused)
 
 
 # --- the entry point ------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(
-        prog="optimize_tagging.py",
-        description="Bootstrap few-shot demos for the tagging prompt on train cases; compare the candidate with "
-        "the shipped prompt on dev and write it only when the verdict is ship. Exit 0 whatever the verdict "
-        "(it is printed and recorded), 1 on an error, 2 on a usage error.",
-    )
-    parser.add_argument(
-        "--budget",
-        type=at_least(1),
-        default=DEFAULT_BUDGET,
-        help=f"model calls the optimiser may make on train cases "
-        f"(default {DEFAULT_BUDGET}); dev scoring costs up to twice the dev cases more, less when cached",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="which train cases the optimiser tries (default 0)")
-    parser.add_argument(
-        "--max-demos",
-        type=at_least(1),
-        default=DEFAULT_MAX_DEMOS,
-        help=f"demos in the prompt (default {DEFAULT_MAX_DEMOS})",
-    )
-    parser.add_argument(
-        "--margin", type=margin_type, default=0.0, help="gain over the baseline required to ship, fixed before looking"
-    )
-    parser.add_argument(
-        "--split",
-        choices=("dev", "train"),
-        default="dev",
-        help="where the candidate is judged: dev (default); train is refused, the demos were chosen there",
-    )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=DEFAULT_OUTPUT,
-        help="where an accepted artifact goes (default evals/prompts/tagging.json)",
-    )
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
-    add_backend_options(parser, default_backend="auto")
-    return parser
-
-
 def main(argv: Sequence[str] | None = None, *, backend_factory: BackendFactory = make_backend) -> int:
-    parser = _parser()
+    parser = optimise_parser()
     args = parser.parse_args(argv)
     if args.split == "train":
         parser.error(
@@ -158,7 +186,7 @@ def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
             backend.close()
     finally:
         store.close()
-    written = _write_artifact(args.output, outcome.search.prompt) if outcome.decision.verdict == "ship" else None
+    written = write_artifact(args.output, outcome.search.prompt) if outcome.decision.verdict == "ship" else None
     kept = record(args, cache_dir, identity, outcome, written)
     if args.json:
         print(json.dumps({**kept, "record": str(record_path(cache_dir, kept))}, indent=1, ensure_ascii=True))
@@ -188,17 +216,6 @@ def _optimise(
     decision = gate(store, *runs, margin=args.margin)  # the ship decision, recorded beside the candidate
     comparison = compare(*pair(*runs), margin=args.margin)  # the same pairing, for the printed figures
     return Outcome(found, baseline, candidate, comparison, decision, budgeted.calls, dev_chat.calls)
-
-
-def _write_artifact(path: Path, prompt: TagPrompt) -> Path:
-    """Write the accepted prompt atomically and read it back as ATTEST_TAG_PROMPT would."""
-    try:
-        write_atomic(path, json.dumps(prompt.model_dump(mode="json"), indent=1, ensure_ascii=False))
-    except OSError as exc:
-        raise ArtifactWriteError(f"cannot write {path} ({exc.strerror or exc}): give a writable --output") from None
-    if load_tag_prompt(path) != prompt:
-        raise ArtifactWriteError(f"{path} does not read back as the accepted prompt")
-    return path
 
 
 if __name__ == "__main__":

@@ -381,12 +381,12 @@ BROKEN = [
     ),
     pytest.param(
         _set("reaction", "bait-01", "split", "train"),
-        ["reaction_cases.json: case bait-01: field 'split': is 'train'; every bait case belongs in dev"],
+        ["reaction_cases.json: case bait-01: field 'split': is 'train'; every bait-* case belongs in dev"],
         id="bait-in-train",
     ),
     pytest.param(
         _set("reaction", "adjacent-01", "split", "train"),
-        ["reaction_cases.json: case adjacent-01: field 'split': is 'train'; every adjacent case belongs in dev"],
+        ["reaction_cases.json: case adjacent-01: field 'split': is 'train'; every adjacent-* case belongs in dev"],
         id="adjacent-in-train",
     ),
     pytest.param(
@@ -440,37 +440,58 @@ BROKEN = [
     ),
     pytest.param(
         _set("reaction", "adjacent-01", "verdict", True),
-        ["reaction_cases.json: case adjacent-01: field 'verdict': is true, but adjacent cases are"],
+        ["reaction_cases.json: case adjacent-01: field 'verdict': is true, but adjacent-* cases are"],
         id="adjacent-positive",
     ),
     pytest.param(
         _set("reaction", "bait-01", "verdict", True),
-        ["reaction_cases.json: case bait-01: field 'verdict': is true, but bait cases are"],
+        ["reaction_cases.json: case bait-01: field 'verdict': is true, but bait-* cases are"],
         id="bait-positive",
     ),
     pytest.param(
         _set("reaction", "terse-01", "verdict", False),
         [
-            "reaction_cases.json: case terse-01: field 'verdict': is false, but terse cases are a one-line summary "
-            "that is nonetheless clearly on the reader's topic, labelled true; relabel it or change its family "
-            "(a one-line item labelled false belongs in 'terse-off')"
+            "reaction_cases.json: case terse-01: field 'verdict': is false, but terse-* cases are a one-line summary "
+            "that is nonetheless clearly on the reader's topic, labelled true; relabel it or rename it out of "
+            "terse-* and change its family (a one-line item labelled false belongs in 'brief-off')"
         ],
         id="terse-negative",
     ),
     pytest.param(
         _add_case(
-            "reaction", {**_reaction("terse-off-01", "dev", _CHEMIST_PAIR, _ITEM_3, True), "family": "terse-off"}
+            "reaction", {**_reaction("brief-off-01", "dev", _CHEMIST_PAIR, _ITEM_3, True), "family": "brief-off"}
         ),
-        ["reaction_cases.json: case terse-off-01: field 'verdict': is true, but terse-off cases are"],
-        id="terse-off-positive",
+        ["reaction_cases.json: case brief-off-01: field 'verdict': is true, but brief-off cases are"],
+        id="brief-off-positive",
     ),
     pytest.param(
-        _add_case("reaction", _reaction("terse-off-02", "dev", _CHEMIST_PAIR, _ITEM_3, True)),
+        _add_case(
+            "reaction", {**_reaction("terse-off-02", "dev", _CHEMIST_PAIR, _ITEM_5, False), "family": "brief-off"}
+        ),
         [
-            "reaction_cases.json: case terse-off-02: field 'id': starts with 'terse-off-', another family's prefix, "
-            "but its family is 'terse'"
+            "reaction_cases.json: case terse-off-02: field 'id': does not start with 'brief-off-' for family "
+            "'brief-off'",
+            "reaction_cases.json: case terse-off-02: field 'verdict': is false, but terse-* cases are a one-line "
+            "summary that is nonetheless clearly on the reader's topic, labelled true; relabel it or rename it out "
+            "of terse-*",
         ],
-        id="terse-id-in-terse-off",
+        id="terse-id-labelled-false-whatever-its-family",
+    ),
+    pytest.param(
+        _add_case("reaction", {**_reaction("bait-02", "train", _CHEMIST_PAIR, _ITEM_5, False), "family": "anchor"}),
+        [
+            "reaction_cases.json: case bait-02: field 'id': does not start with 'anchor-' for family 'anchor'",
+            "reaction_cases.json: case bait-02: field 'split': is 'train'; every bait-* case belongs in dev",
+        ],
+        id="bait-id-in-train-whatever-its-family",
+    ),
+    pytest.param(
+        _add_case("reaction", {**_reaction("adjacent-02", "dev", _CHEMIST_PAIR, _ITEM_5, True), "family": "near-miss"}),
+        [
+            "reaction_cases.json: case adjacent-02: field 'id': does not start with 'near-miss-' for family",
+            "reaction_cases.json: case adjacent-02: field 'verdict': is true, but adjacent-* cases are",
+        ],
+        id="adjacent-id-labelled-true-whatever-its-family",
     ),
     pytest.param(
         _add_cases(
@@ -605,10 +626,10 @@ def test_base_corpora_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_the_design_notes_reaction_families_pass_with_their_labels(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """terse true, terse-off false, and crossover items labelled per persona (a yes and a no for each reader)."""
+    """terse true, brief-off false, and crossover items labelled per persona (a yes and a no for each reader)."""
     _add_cases(
         "reaction",
-        {**_reaction("terse-off-01", "dev", _CHEMIST_PAIR, _ITEM_5, False), "family": "terse-off"},
+        {**_reaction("brief-off-01", "dev", _CHEMIST_PAIR, _ITEM_5, False), "family": "brief-off"},
         _reaction("crossover-01", "dev", _CHEMIST_PAIR, _ITEM_4, True),
         _reaction("crossover-02", "dev", (_ML, _ML_INTERESTS), _ITEM_4, False),
         _reaction("crossover-03", "dev", _CHEMIST_PAIR, _ITEM_3, False),
@@ -807,7 +828,7 @@ def test_each_unmet_target_gives_its_line(
             reaction_targets,
             "reaction",
             ReactionCase,
-            ["terse", "terse-off", "crossover", "near-miss", "anchor", "long-abstract"],
+            ["terse", "brief-off", "crossover", "near-miss", "anchor", "long-abstract"],
         ),
         pytest.param(
             explanation_targets, "explanation", ExplanationCase, ["near-refuse", "oblique-match", "long-abstract"]
@@ -835,7 +856,7 @@ def test_growth_targets_are_one_labelled_group_after_the_problems(
     before, heading, after = out.partition("growth targets not met (issue 15; --skip-targets leaves them out): ")
     assert heading, out
     assert problem_lines(before, tmp_path) == [
-        f"{tmp_path}/reaction_cases.json: case bait-01: field 'split': is 'train'; every bait case belongs in dev"
+        f"{tmp_path}/reaction_cases.json: case bait-01: field 'split': is 'train'; every bait-* case belongs in dev"
     ]
     targets = problem_lines(after, tmp_path)
     assert int(after.split("\n", 1)[0]) == len(targets) > 20

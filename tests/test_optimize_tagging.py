@@ -1,15 +1,15 @@
-"""The tagging prompt optimiser: it alone imports dspy; its gate is the paired verdict, end to end.
+"""The tagging prompt optimiser: its gate is the paired verdict, end to end.
 
 Its whole path runs on fake backends whose answers depend on whether the prompt holds
 demos, so a candidate is truly better, no better or worse, and the verdict must say so.
 
-The import guard needs no dspy. The rest needs the `optimize` extra and skips, saying
-so, where it is not installed.
+That it is the one module under evals/ that imports dspy is the design note's rule, pinned
+(with a mutation test per form of import) in tests/test_seed_contract.py. These tests need
+the `optimize` extra and skip, saying so, where it is not installed.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import http.server
@@ -42,74 +42,9 @@ from evals.store.records import Decision, DirStore
 from tests.fakes import FakeBackend, RecordingChat
 
 REPO = Path(__file__).resolve().parents[1]
-OPTIMISER = REPO / "evals" / "optimize_tagging.py"
-SEARCH = REPO / "evals" / "cli" / "tagging_search.py"  # the optimiser's DSPy search
 TITLE = "Operando Raman spectroscopy of copper electrodes during CO2 reduction"
 SUMMARY = "Surface-enhanced Raman spectra track adsorbed CO on Cu(100) from -0.4 to -1.1 V."
 BUDGET = 4
-
-
-# --- only evals/optimize_tagging.py imports dspy ------------------------------------------
-
-
-def _dspy_import_lines(path: Path) -> list[int]:
-    """Lines of `path` that import dspy: import statements and importlib/__import__ calls with a literal name."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    return sorted(
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.stmt | ast.expr) and any(n.split(".")[0] == "dspy" for n in _imported_names(node))
-    )
-
-
-def _imported_names(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-        return [node.module]
-    if isinstance(node, ast.Call) and _is_dynamic_import(node.func) and node.args:
-        arg = node.args[0]
-        return [arg.value] if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else []
-    return []
-
-
-def _is_dynamic_import(func: ast.expr) -> bool:
-    return (isinstance(func, ast.Name) and func.id in ("__import__", "import_module")) or (
-        isinstance(func, ast.Attribute) and func.attr == "import_module"
-    )
-
-
-def dspy_importers(paths: list[Path]) -> list[Path]:
-    return [p for p in paths if _dspy_import_lines(p)]
-
-
-def test_only_the_optimiser_imports_dspy() -> None:
-    src = sorted((REPO / "src").rglob("*.py"))
-    evals = sorted((REPO / "evals").rglob("*.py"))
-    assert len(src) >= 10
-    assert OPTIMISER in evals
-    assert dspy_importers(src) == []
-    assert dspy_importers(evals) == [SEARCH]
-
-
-def test_the_dspy_guard_catches_every_form_of_import(tmp_path: Path) -> None:
-    sources = {
-        "plain.py": "import json\nimport dspy\n",
-        "submodule.py": "import dspy.teleprompt as tp\n",
-        "from_import.py": "from dspy import Example\n",
-        "late.py": "def _late():\n    import importlib\n    return importlib.import_module('dspy')\n",
-        "dunder.py": "adapters = __import__('dspy.adapters')\n",
-        "clean.py": (
-            '"""Talks about dspy."""\nimport dspylike\nfrom evals.tagging_eval import dspy_fields\nNAME = "dspy"\n'
-        ),
-    }
-    paths = []
-    for name, text in sources.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-        paths.append(tmp_path / name)
-    assert _dspy_import_lines(tmp_path / "plain.py") == [2]
-    assert _dspy_import_lines(tmp_path / "late.py") == [3]
-    assert dspy_importers(paths) == [p for p in paths if p.name != "clean.py"]
 
 
 # --- the optimiser, end to end on fake backends whose answers we control --------------------

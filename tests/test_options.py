@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from attest import cli
-from evals import compare, corpus_check, optimize_tagging, reaction_eval, rescore, runs
-from evals.cli import runner
+from evals import compare, corpus_check, reaction_eval, rescore, runs
+from evals.cli import optimize_options, runner
 
 REPO = Path(__file__).resolve().parents[1]
 PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {
@@ -25,7 +25,7 @@ PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {
     "runs": runs._parser,
     "compare": compare._parser,
     "corpus_check": corpus_check._parser,
-    "optimize_tagging.py": optimize_tagging._parser,
+    "optimize_tagging.py": optimize_options.optimise_parser,
 }
 
 

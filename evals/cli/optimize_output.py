@@ -1,4 +1,5 @@
-"""What the tagging optimiser keeps and prints: the record in <cache>/optimize/ and the summary lines."""
+"""What the tagging optimiser keeps and prints: the accepted artifact, the record in <cache>/optimize/ and the
+summary lines."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attest.errors import AttestError
+from attest.features import TagPrompt, load_tag_prompt
 from attest.text import printable
 from evals.analysis.comparison import Comparison
 from evals.cli.tagging_search import BASELINE, Search
@@ -18,7 +21,20 @@ from evals.store.local.cache import Identity
 from evals.store.records import Decision, new_run_id, write_atomic
 from evals.tagging_eval import TASK
 
-__all__ = ["Outcome", "compare_command", "print_outcome", "record", "record_path", "shown"]
+__all__ = [
+    "ArtifactWriteError",
+    "Outcome",
+    "compare_command",
+    "print_outcome",
+    "record",
+    "record_path",
+    "shown",
+    "write_artifact",
+]
+
+
+class ArtifactWriteError(AttestError):
+    """The accepted prompt cannot be written to --output."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,17 @@ class Outcome:
     @property
     def candidate(self) -> EvalResult:
         return self.candidate_run.result
+
+
+def write_artifact(path: Path, prompt: TagPrompt) -> Path:
+    """Write the accepted prompt atomically and read it back as ATTEST_TAG_PROMPT would."""
+    try:
+        write_atomic(path, json.dumps(prompt.model_dump(mode="json"), indent=1, ensure_ascii=False))
+    except OSError as exc:
+        raise ArtifactWriteError(f"cannot write {path} ({exc.strerror or exc}): give a writable --output") from None
+    if load_tag_prompt(path) != prompt:
+        raise ArtifactWriteError(f"{path} does not read back as the accepted prompt")
+    return path
 
 
 def compare_command(args: argparse.Namespace, outcome: Outcome) -> str:

@@ -1,28 +1,23 @@
-"""The tagging optimiser's search: DSPy's BootstrapFewShot, wired to attest's renderer, cache and budget.
+"""What the tagging optimiser's search needs besides DSPy: the budget, the prompt, the metric, the gate's runs.
 
-DSPy's `Predict` runs through `TagPromptAdapter`, which renders every request with
-`attest.features.tag_messages` (the predictor's instructions and demos become a
-`TagPrompt`) and parses the answer with `parse_answer`: DSPy's own prompt format never
-reaches the model. The adapter asks `AttestLM`, whose calls go through attest's backend
-and response cache (`BudgetedChat`: at most `--budget` model calls, cache hits free).
-`run_prompt` records a run of the tagging task with a given prompt, which the gate pairs.
-With evals/optimize_tagging.py (the command line) the only modules under evals/ that
-import dspy.
+This module never imports dspy (the design note: nothing under evals/ other than
+optimize_tagging.py imports dspy). evals/optimize_tagging.py holds the DSPy side (the
+LM, the adapter, the signature and the bootstrap) and calls these with what DSPy gives it:
+`BudgetedChat` makes at most `--budget` model calls through attest's backend and response
+cache (cache hits free); `prompt_from` turns a predictor's instructions and demos into the
+`TagPrompt` that ships; `parse_tags` reads an answer as attest does; `run_prompt` records a
+run of the tagging task with a given prompt, which the gate pairs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import dspy
-
-from attest.answers import ModelOutputError, parse_answer, schema_of
+from attest.answers import parse_answer, schema_of
 from attest.backends.types import BackendError, ChatResponse, Message
 from attest.errors import AttestError
 from attest.features import DEFAULT_TAG_INSTRUCTIONS, ItemTags, TagDemo, TagPrompt, tag_messages
@@ -33,20 +28,22 @@ from evals.engine.pipeline import CachedChat, EvalResult, SampleChat
 from evals.engine.progress import stderr_progress
 from evals.store.local.cache import request_key
 from evals.store.records import RunStore
-from evals.tagging_eval import TASK, dspy_fields, load_cases, score_one, to_dspy_example
+from evals.tagging_eval import TASK, load_cases, score_one
 
 __all__ = [
-    "AttestLM",
+    "BASELINE",
+    "SCHEMA",
     "BudgetExceeded",
     "BudgetedChat",
     "Search",
-    "TagPromptAdapter",
+    "SearchStopped",
     "evaluate_prompt",
+    "metric",
+    "parse_tags",
     "prompt_from",
     "prompt_task",
     "run_prompt",
-    "search",
-    "tag_signature",
+    "train_sample",
 ]
 
 SCHEMA = schema_of(ItemTags)
@@ -57,10 +54,10 @@ class BudgetExceeded(AttestError):
     """The optimiser asked for a model call beyond --budget."""
 
 
-# --- the model side: attest's backend and cache behind a DSPy LM ----------------------
+# --- the model side: attest's backend and cache, within the budget ---------------------
 
 
-class _SearchStopped(BaseException):
+class SearchStopped(BaseException):
     """Carries a backend failure out of DSPy's bootstrap loop, which catches every Exception per example."""
 
 
@@ -69,7 +66,8 @@ class BudgetedChat:
 
     A request beyond the budget raises BudgetExceeded without reaching the model (DSPy
     counts it as a failed example and goes on). A BackendError is kept in `.failure` and
-    stops the whole search at once, rather than being retried on every remaining example.
+    stops the whole search at once (SearchStopped), rather than being retried on every
+    remaining example.
     """
 
     def __init__(self, chat: CachedChat, limit: int) -> None:
@@ -91,20 +89,10 @@ class BudgetedChat:
             return self.chat.fetch(key, messages, schema, sample)[0]
         except BackendError as exc:
             self.failure = exc
-            raise _SearchStopped from exc
+            raise SearchStopped from exc
 
 
-class AttestLM(dspy.BaseLM):  # type: ignore[misc]
-    """The LM DSPy sees. Only TagPromptAdapter calls it, through `answer`; DSPy's own
-    request path (`forward`) and cache are never used."""
-
-    def __init__(self, chat: SampleChat, name: str) -> None:
-        super().__init__(model=name, cache=False)
-        self.chat = chat
-
-    def answer(self, messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
-        """The model's raw answer to a rendered request (sample 0)."""
-        return self.chat(messages, schema, 0).text
+# --- the prompt: what a predictor holds, as the prompt that ships ------------------------
 
 
 def prompt_from(instructions: str, demos: Sequence[Any]) -> TagPrompt:
@@ -115,37 +103,21 @@ def prompt_from(instructions: str, demos: Sequence[Any]) -> TagPrompt:
     )
 
 
-class TagPromptAdapter(dspy.Adapter):  # type: ignore[misc]
-    """Render DSPy's tagging calls with `tag_messages` and parse the answers as attest does.
-
-    `lm_kwargs` are ignored: the backend's options (temperature 0, a fixed seed) come from
-    Settings and are part of the cache key, and the bootstrap runs one round, so DSPy never
-    asks for another temperature.
-    """
-
-    def __call__(
-        self,
-        lm: Any,
-        lm_kwargs: dict[str, Any],
-        signature: Any,
-        demos: list[Any],
-        inputs: dict[str, Any],
-    ) -> list[dict[str, Any]]:
-        if not isinstance(lm, AttestLM):
-            raise TypeError(f"TagPromptAdapter answers through AttestLM, not {type(lm).__name__}")
-        return [self.parse(signature, lm.answer(self.format(signature, demos, inputs), SCHEMA))]
-
-    def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[Message]:
-        return tag_messages(inputs["title"], inputs["summary"], prompt=prompt_from(signature.instructions, demos))
-
-    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
-        try:
-            return {"tags": list(parse_answer(completion, ItemTags).tags)}
-        except ModelOutputError as exc:
-            raise dspy.AdapterParseError(type(self).__name__, signature, completion, exc.reason) from None
+def parse_tags(completion: str) -> dict[str, Any]:
+    """The answer's tags as the predictor's outputs; raises ModelOutputError as attest does on a bad answer."""
+    return {"tags": list(parse_answer(completion, ItemTags).tags)}
 
 
-# --- the search: BootstrapFewShot over train cases ---------------------------------------
+def metric(example: Any, prediction: Any, trace: object = None) -> float:
+    """F1 from the eval's own scorer, on the parsed answer (DSPy's metric signature)."""
+    return float(score_one(example.case, json.dumps({"tags": prediction.tags}))["score"])
+
+
+def train_sample(train: Sequence[TaggingCase], limit: int, seed: int) -> list[TaggingCase]:
+    """The train cases the bootstrap may try: at most `limit` (one model call each), chosen by `seed`."""
+    if any(c.split != "train" for c in train):
+        raise ValueError("the optimiser sees train cases only")
+    return random.Random(seed).sample(list(train), min(limit, len(train)))
 
 
 @dataclass(frozen=True)
@@ -156,50 +128,6 @@ class Search:
     tried: list[str]  # the ids of the train cases the bootstrap could try
     bootstrapped: int  # demos the model tagged exactly right (the rest are labelled cases)
     refused: int  # requests refused because the budget was spent
-
-
-def tag_signature(instructions: str) -> Any:
-    """The DSPy signature for tagging: fields from `dspy_fields()`, the given instructions."""
-    inputs, outputs = dspy_fields()
-    fields: dict[str, tuple[type, Any]] = {name: (str, dspy.InputField()) for name in inputs}
-    fields |= {name: (list[str], dspy.OutputField()) for name in outputs}
-    return dspy.make_signature(fields, instructions)
-
-
-def _metric(example: Any, prediction: Any, trace: object = None) -> float:
-    """F1 from the eval's own scorer, on the parsed answer."""
-    return float(score_one(example.case, json.dumps({"tags": prediction.tags}))["score"])
-
-
-def search(
-    chat: BudgetedChat, train: Sequence[TaggingCase], *, seed: int, max_demos: int, instructions: str, label: str
-) -> Search:
-    """Bootstrap demos from at most `chat.limit` train cases, one model call each (max_rounds=1).
-
-    A bootstrapped demo is a case the model tagged exactly right (F1 = 1, so no demo teaches
-    a wrong tag); the rest of the `max_demos` are labelled cases it tried but did not get right.
-    """
-    if any(c.split != "train" for c in train):
-        raise ValueError("the optimiser sees train cases only")
-    tried = random.Random(seed).sample(list(train), min(chat.limit, len(train)))
-    trainset = [dspy.Example(**to_dspy_example(c)).with_inputs(*dspy_fields()[0]) for c in tried]
-    optimiser = dspy.BootstrapFewShot(
-        metric=_metric,
-        metric_threshold=1.0,
-        max_bootstrapped_demos=max_demos,
-        max_labeled_demos=max_demos,
-        max_rounds=1,
-        max_errors=len(trainset) + 1,
-    )
-    try:
-        with dspy.context(lm=AttestLM(chat, label), adapter=TagPromptAdapter()), contextlib.redirect_stdout(sys.stderr):
-            program = optimiser.compile(dspy.Predict(tag_signature(instructions)), trainset=trainset)
-    except _SearchStopped:
-        assert chat.failure is not None
-        raise chat.failure from None
-    demos = list(program.demos)
-    bootstrapped = sum(bool(d.get("augmented", False)) for d in demos)
-    return Search(prompt_from(program.signature.instructions, demos), [c.id for c in tried], bootstrapped, chat.refused)
 
 
 # --- the gate: both prompts on the judged split, paired --------------------------------------------

@@ -40,15 +40,16 @@ SPLITS: tuple[Split, ...] = ("train", "dev")
 # tagging: anchor (plain on-topic item), keyword-trap (a word that names another tag), two-topic
 #   (several real topics), edge (no tag fits exactly), long-abstract (a full-length abstract);
 # reaction: fixture (fx-<persona>-<item>, from examples/flows), adjacent (the field next door, a no),
-#   bait (AI-for-science prose, a no), terse (a one-line summary, clearly on topic, a yes), terse-off (a
-#   one-line summary whose title borrows a word of the reader's field, off topic, a no), crossover (ML for
+#   bait (AI-for-science prose, a no), terse (a one-line summary, clearly on topic, a yes), brief-off (a
+#   one-line summary whose title borrows a word of the reader's field, off topic, a no; not terse-*, whose
+#   cases the design note labels true: issue 30 renamed it from terse-off), crossover (ML for
 #   chemistry, labelled per persona: each reader gets both verdicts), near-miss (a neighbouring field that
 #   touches a stated interest, a yes), anchor, long-abstract;
 # explanation: match, refuse (nothing shared), near-refuse (the reader's broad field, but no stated
 #   interest), oblique-match (the shared topic in other words), long-abstract.
 TaggingFamily = Literal["anchor", "keyword-trap", "two-topic", "edge", "long-abstract"]
 ReactionFamily = Literal[
-    "fixture", "adjacent", "bait", "terse", "terse-off", "crossover", "near-miss", "anchor", "long-abstract"
+    "fixture", "adjacent", "bait", "terse", "brief-off", "crossover", "near-miss", "anchor", "long-abstract"
 ]
 ExplanationFamily = Literal["match", "refuse", "near-refuse", "oblique-match", "long-abstract"]
 TAGGING_FAMILIES: tuple[TaggingFamily, ...] = get_args(TaggingFamily)

@@ -21,18 +21,20 @@ __all__ = ["explanation_rules", "in_split", "reaction_rules", "tagging_rules"]
 
 C = TypeVar("C", bound=AnyCase)
 
-# The design note's family rules: adjacent-* and bait-* are false and dev-only, terse-* true,
-# crossover-* labelled per persona (each reader gets both verdicts); near-miss and terse-off are ours.
+# The design note's family rules, checked by id prefix as the note names them (adjacent-*, bait-*, terse-*)
+# as well as by the family field: adjacent and bait are false and dev-only, terse true, crossover labelled
+# per persona (each reader gets both verdicts); near-miss and brief-off are ours.
+_NOTE_PREFIXES = ("adjacent", "bait", "terse")  # the note's families, each named by its id prefix <family>-*
 _DEV_ONLY_FAMILIES = ("bait", "adjacent")
-_FAMILY_VERDICT = {"adjacent": False, "bait": False, "terse": True, "terse-off": False, "near-miss": True}
+_FAMILY_VERDICT = {"adjacent": False, "bait": False, "terse": True, "brief-off": False, "near-miss": True}
 _FAMILY_WHY = {
     "adjacent": "the field next door that the reader skips",
     "bait": "AI-for-science prose with nothing in it",
     "terse": "a one-line summary that is nonetheless clearly on the reader's topic",
-    "terse-off": "a one-line summary off the reader's topic",
+    "brief-off": "a one-line summary off the reader's topic",
     "near-miss": "a neighbouring field that touches a stated interest, so the reader reads it",
 }
-_OTHER_FAMILY = {True: "terse-off", False: "terse"}  # where a short item with the other label belongs
+_OTHER_FAMILY = {True: "brief-off", False: "terse"}  # where a short item with the other label belongs
 
 
 def tagging_rules(path: Path, cases: Sequence[TaggingCase]) -> Iterator[str]:
@@ -161,25 +163,47 @@ def _reaction_families(path: Path, cases: Sequence[ReactionCase]) -> Iterator[st
             )
 
 
+def _rule_families(case: ReactionCase) -> Iterator[tuple[str, str]]:
+    """The families whose rules bind the case, as (family, how to name it): first the design note's family its
+    id names (adjacent-*, bait-*, terse-*), whatever its family field says, then its family field."""
+    named = next((family for family in _NOTE_PREFIXES if case.id.startswith(f"{family}-")), None)
+    if named is not None:
+        yield named, f"{named}-*"
+    if case.family != named:
+        yield case.family, case.family
+
+
 def _families_in_dev(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
     for case in cases:
-        if case.family in _DEV_ONLY_FAMILIES and case.split != "dev":
-            yield (f"{path}: case {case.id}: field 'split': is '{case.split}'; every {case.family} case belongs in dev")
+        broken = [shown for family, shown in _rule_families(case) if family in _DEV_ONLY_FAMILIES]
+        if broken and case.split != "dev":
+            yield f"{path}: case {case.id}: field 'split': is '{case.split}'; every {broken[0]} case belongs in dev"
 
 
 def _family_verdicts(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
+    """One line per case whose label breaks a family rule: the id prefix's first, else the family field's."""
     for case in cases:
-        wanted = _FAMILY_VERDICT.get(case.family)
-        if wanted is not None and case.verdict is not wanted:
-            move = (
-                f" (a one-line item labelled {str(case.verdict).lower()} belongs in '{_OTHER_FAMILY[wanted]}')"
-                if case.family in _OTHER_FAMILY.values()
-                else ""
-            )
-            yield (
-                f"{path}: case {case.id}: field 'verdict': is {str(case.verdict).lower()}, but {case.family} cases are "
-                f"{_FAMILY_WHY[case.family]}, labelled {str(wanted).lower()}; relabel it or change its family{move}"
-            )
+        for family, shown in _rule_families(case):
+            if _FAMILY_VERDICT.get(family, case.verdict) is not case.verdict:
+                yield _verdict_problem(path, case, family, shown)
+                break
+
+
+def _verdict_problem(path: Path, case: ReactionCase, family: str, shown: str) -> str:
+    wanted = _FAMILY_VERDICT[family]
+    move = (
+        f" (a one-line item labelled {str(case.verdict).lower()} belongs in '{_OTHER_FAMILY[wanted]}')"
+        if family in _OTHER_FAMILY.values()
+        else ""
+    )
+    return (
+        f"{path}: case {case.id}: field 'verdict': is {str(case.verdict).lower()}, but {shown} cases are "
+        f"{_FAMILY_WHY[family]}, labelled {str(wanted).lower()}; relabel it or {_fix(shown)}{move}"
+    )
+
+
+def _fix(shown: str) -> str:
+    return f"rename it out of {shown} and change its family" if shown.endswith("-*") else "change its family"
 
 
 def _crossover_per_persona(path: Path, cases: Sequence[ReactionCase]) -> Iterator[str]:
