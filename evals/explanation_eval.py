@@ -19,6 +19,7 @@ wrong on a match case and loses only the exact-wording credit on a refuse case.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -32,7 +33,7 @@ from evals.corpus.cases import ExplanationCase
 from evals.corpus.rules import explanation_rules
 from evals.corpus.targets import explanation_targets
 from evals.corpus.words import content_words, mentions, own_words, words
-from evals.engine import execute, pipeline
+from evals.engine import execute, floors, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import parse_or_error
 from evals.engine.task import CheckContext, CorpusChecks, Strategy
@@ -172,7 +173,13 @@ def strategies(cases: Sequence[ExplanationCase]) -> list[Strategy[ExplanationCas
     if topics:
         sentence = f"This matches your interest in {topics[0][0]}."
         found.append(Strategy.constant(json.dumps({"text": sentence}), f"always {sentence!r}"))
-    return found
+    return [*found, *floors.shared_interests(_train(), score_one)]
+
+
+@functools.cache
+def _train() -> tuple[ExplanationCase, ...]:
+    """The corpus's train split: where the shared-interests floor chooses its refusal count."""
+    return tuple(load_cases(CORPUS, "train"))
 
 
 def _echo(case: ExplanationCase) -> str:

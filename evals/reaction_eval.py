@@ -4,6 +4,7 @@ confidence histogram). `score_verdicts` is defined here, once; `gate` is tagging
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -16,7 +17,7 @@ from evals.corpus.cases import ReactionCase
 from evals.corpus.fixture import fixture_problems
 from evals.corpus.rules import reaction_rules
 from evals.corpus.targets import reaction_targets
-from evals.engine import execute, pipeline
+from evals.engine import execute, floors, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import names_item, parse_or_error
 from evals.engine.task import CheckContext, CorpusChecks, Strategy
@@ -135,7 +136,13 @@ def strategies(cases: Sequence[ReactionCase]) -> list[Strategy[ReactionCase]]:
         found.append(Strategy(f"always verdict {word}, the item's title as the reasoning", _titled(verdict)))
         text = json.dumps({"verdict": verdict, "confidence": 3, "reasoning": CONSTANT_REASONING})
         found.append(Strategy.constant(text, f"always verdict {word} with one fixed reasoning"))
-    return found
+    return [*found, floors.word_overlap_verdict(_train(), score_one)]
+
+
+@functools.cache
+def _train() -> tuple[ReactionCase, ...]:
+    """The corpus's train split: where the word-overlap floor chooses its threshold."""
+    return tuple(load_cases(CORPUS, "train"))
 
 
 def _titled(verdict: bool) -> Callable[[ReactionCase], str]:
