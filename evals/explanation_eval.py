@@ -7,8 +7,11 @@ Each branch has one required check, worth GATE, and refinements that share the r
   topic in the reader's words; whole words, up to spelling variants, plural and
   hyphenation: evals/corpus/words.py) in its own words, not inside a run of COPY_RUN or
   more content words copied from the item (so "You: <title>" earns nothing); without it
-  the answer scores 0 however well it is phrased. Under fifteen words, "you" and no
-  preamble then each earn a third of the remaining credit;
+  the answer scores 0 however well it is phrased. It must also be a sentence, as the
+  prompt asks ("write one sentence"): a label and a colon before a list of words ("You:
+  catalysis kinetics ...") or a bare list of words without one function word is none,
+  and scores 0. One sentence, under fifteen words, "you" and no preamble then each earn a
+  quarter of the remaining credit;
 - a refuse case requires a refusal; the exact mandated wording earns the rest.
 
 A refusal is the mandated sentence or a near miss of it (another case, no full stop,
@@ -32,7 +35,7 @@ from attest.explain import REFUSAL, Explanation, explanation_messages
 from evals.corpus.cases import ExplanationCase
 from evals.corpus.rules import explanation_rules
 from evals.corpus.targets import explanation_targets
-from evals.corpus.words import content_words, mentions, own_words, words
+from evals.corpus.words import STOPWORDS, content_words, mentions, own_words, words
 from evals.engine import execute, floors, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import parse_or_error
@@ -55,6 +58,9 @@ CORPUS = Path(__file__).with_name("explanation_cases.json")
 GATE = 0.5  # credit for the required check; the refinements share the other half
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
+REFINEMENTS = 4  # one sentence, under fifteen words, "you", no preamble
+_LABEL = re.compile(r"^\s*(?:\S+\s+)?\S+\s*:")  # "You:", "Topics:", "Your interests:" before the rest
+_SENTENCE_END = re.compile(r"[.!?]+\s+(?=\S)")  # an end of sentence with more text after it
 COPY_RUN = 3  # this many consecutive content words of the item, copied, name the item and not the reader
 _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'ll|'d)?\b", re.IGNORECASE)
 # over canonical words (evals/corpus/words.py): "outside" is "outsid", "interests" is "interest"
@@ -105,8 +111,26 @@ def _score_match_case(case: ExplanationCase, text: str) -> dict[str, Any]:
             "say which of the reader's interests it matches in your own words, not by restating the title"
         )
         return {"score": 0.0, "errors": [error]}
+    shape = _not_a_sentence(text)
+    if shape:
+        return {"score": 0.0, "errors": [shape]}
     errors = _refinement_errors(text)
-    return {"score": 1.0 - (1.0 - GATE) * len(errors) / 3, "errors": errors}
+    return {"score": 1.0 - (1.0 - GATE) * len(errors) / REFINEMENTS, "errors": errors}
+
+
+def _not_a_sentence(text: str) -> str:
+    """Why `text` has no sentence shape (the prompt asks for one sentence), or ""."""
+    if _LABEL.match(text):
+        return (
+            f"a label and a colon before a list of words ({' '.join(text.split()[:3])} ...) is not a sentence: "
+            "write one sentence that says why the item matches"
+        )
+    if not set(words(text)) & STOPWORDS:
+        return (
+            "a bare list of words, with no word (you, and, this, ...) that makes them a sentence: say in one "
+            "sentence why the item matches"
+        )
+    return ""
 
 
 def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
@@ -123,6 +147,9 @@ def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
 
 def _refinement_errors(text: str) -> list[str]:
     errors = []
+    sentences = len(_SENTENCE_END.findall(text.rstrip())) + 1
+    if sentences > 1:
+        errors.append(f"{sentences} sentences; the prompt asks for one")
     count = len(text.split())
     if count >= MAX_WORDS:
         errors.append(f"{count} words; it must be under {MAX_WORDS}")
