@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from attest.explain import REFUSAL
-from evals import explanation_eval, reaction_eval, tagging_eval
+from evals import explanation_eval, reaction_eval, runs, tagging_eval
 from evals.analysis import baselines
 from evals.corpus.cases import ExplanationCase
 from evals.corpus.words import content_words
 from evals.engine.pipeline import Task
+from tests.recorded_runs import corpus_ids, record
+from tests.test_compare_cli import _offline, run_compare
 
 
 def _mean(task: Task[Any], cases: list[Any], answer: Callable[[Any], str]) -> float:
@@ -103,3 +106,22 @@ def test_two_sentences_cost_one_refinement_with_its_own_error() -> None:
     scored = explanation_eval.score_one(case, json.dumps({"text": text}))
     assert scored["errors"] == ["2 sentences; the prompt asks for one"]
     assert scored["score"] == pytest.approx(1 - (1 - explanation_eval.GATE) / explanation_eval.REFINEMENTS)
+
+
+def test_a_model_that_does_not_beat_the_floor_is_named_in_the_report_page_and_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    stub = _offline(tagging_eval.TASK, cache, "--split", "dev")
+    assert "the model does not beat the best cheap strategy" in capsys.readouterr().out
+    page = tmp_path / "run.html"
+    assert runs.main(["--cache-dir", str(cache), "show", stub, "--html", str(page)]) == 0
+    assert "the model does not beat the best cheap strategy" in page.read_text(encoding="utf-8")
+    ids = corpus_ids(tagging_eval.CORPUS)
+    better = record(cache, tagging_eval.CORPUS, ids, model="oracle")  # no report block: no floor beside it
+    out = run_compare(capsys, cache, stub, better)
+    line = next(line for line in out.out.splitlines() if line.startswith("floor"))
+    assert line.startswith("floor       0.39 beside the baseline (the gold tags of the nearest")
+    assert line.endswith("the baseline does not beat the best cheap strategy")
+    data = run_compare(capsys, cache, stub, better, "--json").json()
+    assert data["floor"][0]["beaten"] is False and data["floor"][1] is None

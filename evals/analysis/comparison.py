@@ -40,6 +40,7 @@ __all__ = [
     "Comparison",
     "ComparisonError",
     "FamilyRow",
+    "Floor",
     "RunScores",
     "compare",
     "compare_all",
@@ -55,6 +56,15 @@ class ComparisonError(AttestError, ValueError):
 
 
 @dataclass(frozen=True)
+class Floor:
+    """The best cheap strategy on a run's cases (its report's trivial baseline), and whether the run beat it."""
+
+    mean: float
+    answer: str
+    beaten: bool  # the paired difference run - floor is above 0
+
+
+@dataclass(frozen=True)
 class RunScores:
     """What `compare` needs of one run: its scores by case and sample, and what to show and check."""
 
@@ -67,6 +77,7 @@ class RunScores:
     provenance: Mapping[str, object] = field(default_factory=dict)  # prompt fingerprint, model, digest, ...
     prompts: tuple[str, ...] = ()  # the system prompts the run sent, for a line diff
     requests: Mapping[str, str] = field(default_factory=dict)  # case id -> sha256 of its rendered request
+    floor: Floor | None = None  # the best cheap strategy on the run's cases, when its report has it
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,7 @@ class Comparison:
     withheld: str = ""  # why the verdict is inconclusive whatever the interval; "" when the interval decides
     measured: Verdict = "inconclusive"  # the interval's own verdict, before anything withheld it
     notes: tuple[str, ...] = ()  # what was made equal before comparing (both runs re-scored with one scorer)
+    floors: tuple[Floor | None, Floor | None] = (None, None)  # the best cheap strategy beside each run
 
     @property
     def n(self) -> int:
@@ -184,6 +196,7 @@ def compare(
         withheld=why,
         measured=verdict(result, margin),
         notes=tuple(notes),
+        floors=(base.floor, cand.floor),
     )
 
 

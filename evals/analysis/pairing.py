@@ -19,7 +19,7 @@ from typing import Any
 
 from attest.errors import AttestError
 from attest.files import read_text_bounded
-from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
+from evals.analysis.comparison import Comparison, ComparisonError, Floor, RunScores, compare
 from evals.analysis.paired import verdict_decimals
 from evals.corpus.paths import resolve_corpus
 from evals.store.records import Decision, Manifest, Prompts, Report, RunStore
@@ -126,8 +126,26 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
     m = run.manifest
     return RunScores(
-        m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m), run.prompts, dict(m.request_sha256)
+        m.task,
+        m.run_id,
+        samples,
+        family,
+        {},
+        dict(m.case_sha256),
+        _provenance(m),
+        run.prompts,
+        dict(m.request_sha256),
+        _floor(run.report),
     )
+
+
+def _floor(report: Report) -> Floor | None:
+    """The best cheap strategy's mean on the run's cases, from its report's baselines (None when not annotated)."""
+    for row in report.uncertainty.get("baselines", []):
+        if isinstance(row, dict) and row.get("name") == "trivial":
+            low = row.get("difference", {}).get("low")
+            return Floor(float(row["mean"]), str(row.get("answer", "")), isinstance(low, int | float) and low > 0)
+    return None
 
 
 def _families(path: Path) -> dict[str, str]:

@@ -73,6 +73,9 @@ def to_json(x: Comparison) -> dict[str, Any]:
                 "test": "exact one-sided binomial: large losses against large gains (each >= half the scale)",
             },
             "made_equal": list(x.notes),
+            "floor": [
+                None if f is None else {"mean": f.mean, "answer": f.answer, "beaten": f.beaten} for f in x.floors
+            ],
             "counts": {"improved": p.improved, "regressed": p.regressed, "unchanged": p.unchanged},
             "regressed": [_change_json(c) for c in x.regressed],
             "improved": [_change_json(c) for c in x.improved],

@@ -15,6 +15,7 @@ from evals.render.comparison_words import (
     cut,
     difference,
     differs_head,
+    floor_text,
     holm_note,
     key_words,
     only,
@@ -91,6 +92,8 @@ def _markdown_one(x: Comparison, budget: int) -> str:
         + (f" (not compared: {only(x)})." if x.only_base or x.only_cand else "."),
     ]
     parts += [f"{note}." for note in (holm_note(x), advice(x).capitalize()) if note]
+    if floor_text(x):
+        parts.append(f"Floor (the best cheap strategy): {_cell(floor_text(x), None)}.")
     parts.append(f"Minimum detectable effect: {x.detectable.format()}.")
     if x.regressed:
         parts.append(f"**Regressed ({len(x.regressed)}):** {_ids(x.regressed, listed)}")

@@ -11,6 +11,7 @@ from evals.render.comparison_words import (
     cut,
     difference,
     differs_head,
+    floor_text,
     holm_note,
     ids,
     only,
@@ -34,6 +35,7 @@ def to_text(x: Comparison) -> str:
     lines += [
         f"baseline    {x.base.format()}",
         f"candidate   {x.cand.format()}",
+        *([f"floor       {floor_text(x)}"] if floor_text(x) else []),
         f"difference  {difference(x)}  ({pct(p.interval.level)} interval); {p_text(x)}",
         f"tail        {tail_text(x)}",
         f"verdict     {x.verdict.upper()}: {reason(x)}",

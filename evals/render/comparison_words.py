@@ -141,3 +141,19 @@ def differs_head(x: Comparison) -> str:
     if x.kinds:
         return f"the {x.kinds[0]} only (of prompt, model, options), {len(x.what_changed)} recorded value(s)"
     return f"neither prompt, model nor options; {len(x.what_changed)} recorded value(s)"
+
+
+NOT_BEATEN = "does not beat the best cheap strategy"
+
+
+def floor_text(x: Comparison) -> str:
+    """The best cheap strategy beside both runs (each on its own cases), naming a run that does not beat it."""
+    base, cand = x.floors
+    if base is None and cand is None:
+        return ""
+    shown = [f"{f.mean:.2f} beside the {who}" for f, who in ((base, "baseline"), (cand, "candidate")) if f is not None]
+    losers = [who for f, who in ((base, "baseline"), (cand, "candidate")) if f is not None and not f.beaten]
+    said = f"; the {' and the '.join(losers)} {NOT_BEATEN}" if losers else ""
+    either = cand if cand is not None else base
+    answer = either.answer if either is not None else ""
+    return f"{', '.join(shown)} ({cut(answer, SHORT)}){said}"
