@@ -10,11 +10,16 @@ between the runs, and the cache gives the answers shown side by side. Nothing he
 calls a model.
 
 The output opens with what differs between the runs (prompt, with a line diff of the
-system prompts, backend, model, digest, options, label, scorer, commit), in full. When
-more than one of prompt, model (backend, model, digest) and options differ, the pair
-is confounded: the verdict is inconclusive (exit 3) whatever the interval, unless
-`--accept-mixed`. A prompt change measured on the stub backend is inconclusive too:
-the stub does not read the prompt.
+system prompts and the shared cases whose rendered request differs, backend, model,
+digest, server settings, options, label, scorer, commit), in full. When more than one
+of prompt, model (backend, model, digest, a backend's server settings) and options
+differ, the pair is confounded: the verdict is inconclusive (exit 3) whatever the
+interval, unless `--accept-mixed`. A prompt change measured on the stub backend is
+inconclusive too: the stub does not read the prompt. Runs scored by different scorers
+are first re-scored from their cached answers with today's scorer (model-free, the
+machinery of `rescore`), said in one `made equal` line; when answers are missing the
+verdict is inconclusive, naming how many. Ship also needs the tail guard
+(`evals.analysis.tail`): no excess of large regressions.
 
 Refused in one line (exit 1): a run compared with itself; runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
