@@ -134,7 +134,11 @@ def value_text(value: object) -> str:
 def differs_head(x: Comparison) -> str:
     """The opening's first words: what kinds of change differ, and whether that confounds the pair."""
     if not x.what_changed:
-        return "nothing recorded differs between the runs"
+        return (
+            "nothing else recorded differs (made equal below)"
+            if x.notes
+            else "nothing recorded differs between the runs"
+        )
     if x.confounded:
         accepted = ", accepted with --accept-mixed" if not x.withheld else ""
         return f"confounded: {', '.join(x.confounded)} differ{accepted}"
