@@ -193,3 +193,15 @@ def test_under_all_the_difference_line_prints_the_holm_p_beside_its_interval(
     line = next(line for line in to_text(x).splitlines() if line.startswith("difference"))
     assert "(97.5% interval); Holm-adjusted p = " in line and "over 1" in line
     assert "made equal by hand" in to_markdown([x])
+
+
+def test_runs_with_no_shared_case_are_refused_in_one_line_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = write_corpus(tmp_path / "tagging_cases.json", 8, train=8)
+    cache = tmp_path / "cache"
+    base = record(cache, corpus, [], model="base", split="dev")
+    cand = record(cache, corpus, [], model="cand", split="train", score_one=_lenient)  # a re-score is never tried
+    out = run_compare(capsys, cache, base, cand, "--allow-split-mismatch")
+    assert out.code == 1 and out.out == "" and out.err.count("\n") == 1
+    assert f"runs {base} and {cand} share no case id" in out.err
