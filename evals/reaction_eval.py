@@ -17,6 +17,7 @@ from evals.corpus.cases import ReactionCase
 from evals.corpus.fixture import fixture_problems
 from evals.corpus.rules import reaction_rules
 from evals.corpus.targets import reaction_targets
+from evals.corpus.words import content_words
 from evals.engine import execute, floors, pipeline
 from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
 from evals.engine.scoring import names_item, parse_or_error
@@ -37,7 +38,9 @@ __all__ = [
 ]
 
 CORPUS = Path(__file__).with_name("reaction_cases.json")
-UNREASONED = 0.75  # a right verdict whose reasoning does not name the item earns this much
+# a right verdict whose reasoning does not name the item, or names none of the reader's interests (the prompt:
+# "one sentence that names the item's topic and the interest it meets or misses"), earns this much
+UNREASONED = 0.75
 
 
 def render(case: ReactionCase) -> list[Message]:
@@ -56,7 +59,10 @@ def score_one(case: ReactionCase, out: str) -> dict[str, Any]:
     named = names_item(case.title, parsed.reasoning)
     if not named:
         errors.append("the reasoning does not name the item: it mentions no content word of the title")
-    score = 0.0 if parsed.verdict != case.verdict else (1.0 if named else UNREASONED)
+    meets = bool(content_words(case.interests) & content_words(parsed.reasoning))
+    if not meets:
+        errors.append("the reasoning names none of the reader's interests: say which of them the item meets or misses")
+    score = 0.0 if parsed.verdict != case.verdict else (1.0 if named and meets else UNREASONED)
     return {"id": case.id, "score": score, "errors": errors, "verdict": parsed.verdict, "confidence": parsed.confidence}
 
 

@@ -213,12 +213,15 @@ def test_reaction_answer_breaking_the_sent_schema_types_scores_zero(out: str) ->
         pytest.param(
             "Copper-catalysed C\u2013N coupling", "Cu catalyzed, and she runs couplings.", id="american-plural"
         ),
-        pytest.param("Decontaminated MMLU", "MMLU scores drop once leaks are removed.", id="short-title"),
+        pytest.param(
+            "Decontaminated MMLU", "MMLU scores drop once leaks are removed: kinetics aside.", id="short-title"
+        ),
     ],
 )
 def test_reaction_reason_naming_a_compound_part_names_the_item(title: str, reasoning: str) -> None:
     case = REACT_CASE.model_copy(update={"title": title})
-    assert reaction_eval.score_one(case, _reaction(True, reasoning))["score"] == 1.0
+    scored = reaction_eval.score_one(case, _reaction(True, reasoning))
+    assert not [e for e in scored["errors"] if "does not name the item" in e]
 
 
 @pytest.mark.parametrize(
@@ -492,7 +495,8 @@ def _perfect_tagging(case: TaggingCase) -> str:
 
 
 def _perfect_reaction(case: ReactionCase) -> str:
-    return _reaction(case.verdict, f"'{case.title}'"[:300], confidence=5)
+    interest = next(w for w in case.interests.split() if content_words(w))
+    return _reaction(case.verdict, f"'{case.title}'"[:250] + f", against the interest {interest}", confidence=5)
 
 
 def _perfect_explanation(case: ExplanationCase) -> str:
@@ -676,3 +680,12 @@ def test_roc_auc_from_ranks_equals_the_pairwise_definition() -> None:
         expected = _pairwise_auc(labels, scores)
         got = reaction_eval.roc_auc(labels, scores)
         assert got == pytest.approx(expected) if expected is not None else got is None
+
+
+def test_reaction_reason_naming_no_interest_scores_less_with_its_own_error() -> None:
+    """The prompt: "one sentence that names the item's topic and the interest it meets or misses"."""
+    scored = reaction_eval.score_one(REACT_CASE, _reaction(True, "An aryl chloride paper."))
+    assert scored["score"] == reaction_eval.UNREASONED
+    assert scored["errors"] == [
+        "the reasoning names none of the reader's interests: say which of them the item meets or misses"
+    ]

@@ -48,8 +48,14 @@ def nearest_train_tags(train: Sequence[TaggingCase]) -> Strategy[TaggingCase]:
 
 def _shared(case: ExplanationCase) -> list[str]:
     """The interest words (as the reader wrote them) the item shares, in order, each once."""
-    item, seen, out = _item(case), set(), []
-    for word in words(case.interests):
+    return _shared_words(case.interests, _item(case))
+
+
+def _shared_words(interests: str, item: set[str]) -> list[str]:
+    """The words of `interests` whose canonical form is among `item`'s content words, in order, each once."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for word in words(interests):
         key = canonical(word)
         if key in item and key in content_words(word) and key not in seen:
             seen.add(key)
@@ -97,8 +103,12 @@ def shared_interests(train: Sequence[ExplanationCase], score: Score) -> list[Str
 
 def _react(threshold: int) -> Callable[[ReactionCase], str]:
     def answer(case: ReactionCase) -> str:
-        verdict = len(content_words(case.interests) & _item(case)) >= threshold
-        return json.dumps({"verdict": verdict, "confidence": 3, "reasoning": case.title})
+        shared = _shared_words(case.interests, _item(case))
+        verdict = len(shared) >= threshold
+        named = shared[:3] or _shared_words(case.interests, content_words(case.interests))[:1]
+        said = "meets the interest in" if shared else "misses the interest in"
+        reasoning = f"{case.title}: {said} {' and '.join(named)}"
+        return json.dumps({"verdict": verdict, "confidence": 3, "reasoning": reasoning})
 
     return answer
 
@@ -108,7 +118,7 @@ def word_overlap_verdict(train: Sequence[ReactionCase], score: Score) -> Strateg
     t = _fit(THRESHOLDS, _react, train, score)
     return Strategy(
         f"verdict read when interests and item share at least {t} content word(s) (chosen on {len(train)} train "
-        "cases), the item's title as the reasoning",
+        "cases), the item's title and the shared interest words as the reasoning",
         _react(t),
     )
 
