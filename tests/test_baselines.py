@@ -86,14 +86,16 @@ def test_reaction_trivial_is_a_constant_verdict_with_the_title_as_reasoning() ->
         reaction_eval.TASK, dev, lambda c: json.dumps({"verdict": False, "confidence": 3, "reasoning": c.title})
     )
     found = baselines.trivial(reaction_eval.TASK, dev)
-    assert found is not None and "the item's title as the reasoning" in found.answer
+    assert found is not None  # the word-overlap verdict, fitted on train, now beats it (tests/test_floors.py)
     assert sum(found.scores.values()) / len(dev) >= always_no
 
 
 @pytest.mark.parametrize(("yes", "no", "word"), [(5, 1, "true (read)"), (1, 5, "false (skip)")])
 def test_reaction_trivial_takes_the_better_of_yes_and_no_on_the_cases_given(yes: int, no: int, word: str) -> None:
-    found = baselines.trivial(reaction_eval.TASK, _reaction(yes, no))
-    assert found is not None and found.answer.startswith(f"always verdict {word}, the item's title")
+    cases = _reaction(yes, no)
+    constants = [s for s in reaction_eval.strategies(cases) if s.describe.startswith("always")]
+    found = baselines.best_strategy(reaction_eval.TASK, cases, constants)
+    assert found.answer.startswith(f"always verdict {word}, the item's title")
 
 
 def test_explanation_trivial_tries_the_title_echo_with_and_without_the_refuse_rule() -> None:
