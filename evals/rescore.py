@@ -30,17 +30,18 @@ from attest.text import printable
 from evals import tasks
 from evals.cli.rescoring import Rescored, as_run, rescore_run, some
 from evals.engine.execute import report_of
-from evals.engine.pipeline import AnswerCache, EvalResult
+from evals.engine.pipeline import EvalResult
+from evals.store.models import Decision, Manifest, Report
 from evals.store.open import open_store
-from evals.store.protocols import WritesRefused
-from evals.store.records import Decision, Manifest, Report, RunError, RunStore
+from evals.store.protocols import Answers, Runs, WritesRefused
+from evals.store.records import RunError
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
 
 def find_runs(
-    store: RunStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
+    store: Runs, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
 ) -> list[Manifest]:
     """The runs to re-score: one named run, all complete runs, or the latest complete run per task.
 
@@ -55,7 +56,7 @@ def find_runs(
     return list(latest.values())
 
 
-def _manifests(store: RunStore, skipped: list[str] | None) -> list[Manifest]:
+def _manifests(store: Runs, skipped: list[str] | None) -> list[Manifest]:
     found = []
     for run_id in store.run_ids():
         try:
@@ -110,7 +111,7 @@ def _rescore(args: argparse.Namespace) -> int:
         opened.close()
 
 
-def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache, args: argparse.Namespace) -> int:
+def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: argparse.Namespace) -> int:
     start = time.perf_counter()
     rows = []
     rescored: dict[str, Rescored] = {}
@@ -152,7 +153,7 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
 
 
 def recheck_decisions(
-    store: RunStore, cache: AnswerCache, rescored: dict[str, Rescored], corpus: Path | None = None
+    store: Runs, cache: Answers, rescored: dict[str, Rescored], corpus: Path | None = None
 ) -> list[dict[str, Any]]:
     """Every decision recorded beside a re-scored run, recomputed from the cache alone.
 

@@ -36,7 +36,6 @@ from evals.analysis.tail import TAIL_ALPHA
 __all__ = [
     "EXIT_CODES",
     "CaseChange",
-    "Change",
     "Comparison",
     "ComparisonError",
     "FamilyRow",

@@ -13,19 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals import tasks
-from evals.corpus.cases import AnyCase
+from evals.corpus import paths
+from evals.corpus.cases import Case
 from evals.engine import provenance
+from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
-from evals.engine.pipeline import (
-    AnswerCache,
-    EvalResult,
-    MissingSampleError,
-    Task,
-    corpus_digests,
-    load_cases,
-    score_planned,
-)
-from evals.store.records import Manifest, RunError
+from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
+from evals.engine.task import Task
+from evals.store.models import Manifest
+from evals.store.protocols import Answers
+from evals.store.records import RunError
 
 if TYPE_CHECKING:
     from evals.analysis.pairing import Run
@@ -41,14 +38,14 @@ class Rescored:
     changes: list[str]  # what differs from when the run was made: labels, scorer
 
 
-def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
+def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) -> Rescored:
     """Score a run's cached samples with today's scorer against today's labels."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
-    path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
+    path = corpus or paths.resolve_corpus(manifest.provenance.corpus)
     loaded = load_cases(task, path)
-    cases: dict[str, AnyCase] = {c.id: c for c in loaded}
+    cases: dict[str, Case] = {c.id: c for c in loaded}
     gone = sorted({s.case for s in manifest.samples} - set(cases))
     if gone:
         raise RunError(
@@ -62,7 +59,7 @@ def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = No
     return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
 
 
-def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
+def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: Path) -> list[str]:
     changes = []
     recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
     splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split
@@ -85,7 +82,7 @@ def some(names: list[str], limit: int = 10) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def missing(manifest: Manifest, cache: AnswerCache | None) -> int:
+def missing(manifest: Manifest, cache: Answers | None) -> int:
     """How many of the run's samples have no answer in the cache (all of them without a cache)."""
     keys = [s.key for s in manifest.samples]
     if cache is None:

@@ -17,11 +17,11 @@ from typing import Any
 from attest.explain import REFUSAL
 from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
 from evals.corpus.words import canonical, content_words, words
-from evals.engine.task import Strategy
+from evals.engine.task import Scored, Strategy
 
 __all__ = ["nearest_train_tags", "shared_interests", "word_overlap_verdict"]
 
-Score = Callable[[Any, str], dict[str, Any]]
+Score = Callable[[Any, str], Scored]
 ECHOED = 13  # the audit's word list: "You: " and this many interest words
 MAX_SHARED = 12  # "You follow" and at most this many words: under the prompt's fifteen
 COUNTS = range(1, 7)  # explanation: shared interest words needed before answering rather than refusing
