@@ -37,7 +37,7 @@ from evals.store.protocols import Answers, Runs, WritesRefused
 from evals.store.records import RunError
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
-__all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
+__all__ = ["find_runs", "main", "recheck_decisions"]
 
 
 def find_runs(

@@ -85,7 +85,7 @@ def test_a_scorer_change_whose_answers_are_gone_is_inconclusive_naming_how_many(
 def test_the_gate_withholds_a_scorer_change_too(tmp_path: Path) -> None:
     cache, base, cand = _scorer_pair(tmp_path)
     store = DirStore(cache / "runs")
-    x, decision = decide(store, load_run(store, base), load_run(store, cand), margin=0.0)
+    x, decision = decide(load_run(store, base), load_run(store, cand), margin=0.0)
     assert decision.verdict == x.verdict == "inconclusive" and "different scorers" in x.withheld
 
 

@@ -18,6 +18,7 @@ from attest.backends.types import ChatResponse, Message
 from evals import reaction_eval, tasks
 from evals.analysis import power, stats, uncertainty
 from evals.analysis.annotate import annotate, inputs_sha256
+from evals.analysis.paired import MEAN_ALPHA
 from evals.analysis.uncertainty import ASSUMES
 from evals.cli import runner
 from evals.engine.chat import CachedChat, MemoryCache, unsampled
@@ -202,7 +203,7 @@ def test_detectable_difference_is_stats_mde_for_this_n_under_the_stated_spread(
     d = report["uncertainty"]["detectable"]
     assert d["n"] == len(means) and d["power"] == 0.8 and d["assumes"] == ASSUMES
     assert d["sd_of_differences"] == pytest.approx(sd)
-    assert d["effect"] == pytest.approx(power.minimum_detectable_effect(len(means), sd))
+    assert d["effect"] == pytest.approx(power.minimum_detectable_effect(len(means), sd, alpha=MEAN_ALPHA))
     assert f"detectable      {d['effect']:.2f} at 80% power (n={len(means)}, sd of differences {sd:.2f})" in out
 
 
