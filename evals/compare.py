@@ -2,30 +2,27 @@
 
 BASE and CAND are run ids or `TASK@latest` / `TASK@previous`, narrowed with
 `,KEY=VALUE` pairs (`reaction@latest,backend=local,label=candidate`; keys backend,
-model, label, split) or `--base-filter` / `--cand-filter`; a reference that passed
-over newer runs that are not complete says so on stderr. The runs' reports give
+model, label, split, branch, commit (a prefix), subset) or `--base-filter` / `--cand-filter`.
+A reference passes over quick tries (`--limit`, `--case`) unless `subset=limit|case|any`, and
+one that passed over newer runs (not complete, or a subset) says so on stderr. The runs' reports give
 each case's scores (repeats are averaged within a case by `evals.analysis.comparison`), the
 corpus each run recorded gives each case's family, the manifests give what changed
 between the runs, and the cache gives the answers shown side by side. Nothing here
 calls a model.
 
-The output opens with what differs between the runs (prompt, with a line diff of the
-system prompts and the shared cases whose rendered request differs, backend, model,
-digest, server settings, options, label, scorer, commit), in full. When more than one
-of prompt, model (backend, model, digest, a backend's server settings) and options
-differ, the pair is confounded: the verdict is inconclusive (exit 3) whatever the
-interval, unless `--accept-mixed`. A prompt change measured on the stub backend is
-inconclusive too: the stub does not read the prompt. Runs scored by different scorers
-are first re-scored from their cached answers with today's scorer (model-free, the
-machinery of `rescore`), said in one `made equal` line; when answers are missing the
-verdict is inconclusive, naming how many. Ship also needs the tail guard
-(`evals.analysis.tail`): no excess of large regressions.
+The output opens with what differs (prompt per shared case, with a line diff of the system
+prompts; backend, model, digest, server settings; options, label, scorer, commit), in full.
+More than one of prompt, model and options differing confounds the pair: inconclusive (exit 3)
+unless `--accept-mixed`; so is a prompt change on the stub (it does not read the prompt). Runs
+scored by different scorers are re-scored from cached answers with today's scorer first (one
+`made equal` line; answers missing: inconclusive, naming how many). Ship also needs the tail guard.
 
 Refused in one line (exit 1): a run compared with itself; runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
-`--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
+`--summary FILE` appends the markdown comparison to FILE (GitHub's `$GITHUB_STEP_SUMMARY`), never
+overwriting what is there. `--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
 standard output).
 
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
@@ -42,21 +39,25 @@ import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from attest.errors import AttestError, run_main
+from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
+from evals.cli.prices import PRICES_HELP, load_prices
 from evals.render.comparison_text import to_text
 from evals.store.models import Manifest
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
 from evals.store.records import RunError
-from evals.store.refs import parse_filter, resolve
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.refs import Resolved, UnknownTaskRef, parse_filter, resolve
+from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_store_url
+
+if TYPE_CHECKING:
+    from evals.analysis.tokens import PriceList
 
 __all__ = ["main", "with_answers"]
 
@@ -100,7 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
         "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous, "
         "narrowed by KEY=VALUE pairs after a comma (TASK@latest,backend=local,model=NAME,label=LABEL; "
-        "keys backend, model, label, split); with --all they are @latest or @previous and every task is "
+        "keys backend, model, label, split, branch, commit (a prefix), subset=limit|case|any; quick tries "
+        "(--limit, --case) are passed over unless subset= asks for them); with --all they are @latest or "
+        "@previous and every task is "
         "decided together (Holm). Opens with what differs between the runs; when more than one of prompt, "
         "model and options differ the verdict is inconclusive (exit 3) unless --accept-mixed.",
     )
@@ -123,9 +126,18 @@ def _parser() -> argparse.ArgumentParser:
         "--accept-mixed", action="store_true", help="decide even when more than one of prompt, model, options differ"
     )
     parser.add_argument(
-        "--base-filter", default="", metavar="K=V,...", help="narrow BASE: backend=,model=,label=,split="
+        "--base-filter",
+        default="",
+        metavar="K=V,...",
+        help="narrow BASE: backend=,model=,label=,split=,branch=,commit=,subset=",
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
+    parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
+    parser.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="also append the markdown comparison to FILE (never overwritten), as to $GITHUB_STEP_SUMMARY",
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
@@ -154,6 +166,7 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    args.price_list = load_prices(args.prices)
     cache_dir = resolve_cache_dir(args.cache_dir)
     url = resolve_store_url(args.store)
     # no answers ever cached here: the records alone, and no cache created
@@ -167,11 +180,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) -> int:
     names = _task_names() if args.all else ("",)
     loaded = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
-    for b, c in loaded:
-        pair(b, c, allow_split_mismatch=args.allow_split_mismatch)  # refuse what cannot be paired before re-scoring
+    _ = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in loaded]  # refusals before re-scores
     equal = [_one_scorer(b, c, cache) for b, c in loaded]
-    pairs = [(b, c) for b, c, _ in equal]
-    notes = [n for _, _, n in equal]
+    pairs, notes = [(b, c) for b, c, _ in equal], [n for _, _, n in equal]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
     if args.all:
@@ -180,37 +191,36 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
         found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed, notes=notes[0])]
     found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
     if args.html is not None:
-        _write_html(found, scores, store, cache, args.html)
+        _write_html(found, scores, store, cache, args.html, args.price_list)
     if args.html != "-":
-        _print(found, args)
+        _print(found, pairs, args)
+    if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
+        _append_summary(found, args.summary)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
 def _one_scorer(base: Run, cand: Run, cache: Answers | None) -> tuple[Run, Run, tuple[str, ...]]:
-    """Both runs scored by one scorer: as they are when their scorers agree, else both re-scored from their
-    cached answers with today's (model-free). When answers are missing they stay as they are, and the note
-    says how many are gone (the comparison is then withheld: a scorer difference is never credited)."""
-    was = (base.manifest.provenance.scorer_fingerprint, cand.manifest.provenance.scorer_fingerprint)
-    if was[0] == was[1]:
+    """Both runs as they are when one scorer scored them, else `rescoring.one_scorer`'s."""
+    if base.manifest.provenance.scorer_fingerprint == cand.manifest.provenance.scorer_fingerprint:
         return base, cand, ()
-    from evals.cli import rescoring  # the task registry and the scorers: only when the scorers differ
+    from evals.cli.rescoring import one_scorer  # the task registry and the scorers: only when the scorers differ
 
-    gone = [(run.run_id, rescoring.missing(run.manifest, cache), len(run.manifest.samples)) for run in (base, cand)]
-    if cache is None or any(n for _, n, _ in gone):
-        said = " and ".join(f"{n} of {total} samples of run {run_id}" for run_id, n, total in gone if n)
-        return base, cand, (f"the answers of {said} are not in the cache (pruned), so both cannot be re-scored",)
+    return one_scorer(base, cand, cache)
+
+
+def _append_summary(found: list[Comparison], target: str) -> None:
+    """Append the comparison as markdown to `target` (a step summary gathers every step's)."""
+    from evals.render.comparison_markdown import to_markdown
+
     try:
-        done = [rescoring.as_run(rescoring.rescore_run(r.manifest, cache), r.prompts) for r in (base, cand)]
-    except AttestError as exc:
-        return base, cand, (f"they could not be re-scored with one scorer: {exc}",)
-    now = done[0].manifest.provenance.scorer_fingerprint
-    note = (
-        f"scorer: the runs were scored by different scorers ({was[0][:12]}, {was[1][:12]}), so both were re-scored "
-        f"from their cached answers with today's ({now[:12]}) before deciding"
-    )
-    return done[0], done[1], (note,)
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
+    except OSError as exc:
+        raise RunError(
+            f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
+        ) from None
 
 
 def _task_names() -> tuple[str, ...]:
@@ -225,11 +235,12 @@ def _write_html(
     store: Runs,
     cache: Answers | None,
     target: str,
+    prices: PriceList | None,
 ) -> None:
     from evals.render.html import write_page
     from evals.render.pages import comparison_html
 
-    write_page(comparison_html(found, scores, store, cache), target)
+    write_page(comparison_html(found, scores, store, cache, prices), target)
 
 
 def _load_pair(store: Runs, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
@@ -238,27 +249,44 @@ def _load_pair(store: Runs, base: str, cand: str, args: argparse.Namespace) -> t
         (base, args.base_filter, "--base-filter"),
         (cand, args.cand_filter, "--cand-filter"),
     ):
-        found = resolve(store, ref, parse_filter(narrowing, option))
+        found = _resolve(store, ref, parse_filter(narrowing, option))
         if found.skipped:
             print(printable(f"compare: {found.note(ref)}"), file=sys.stderr)
         runs.append(load_run(store, found.run_id))
     return runs[0], runs[1]
 
 
-def _print(found: list[Comparison], args: argparse.Namespace) -> None:
+def _resolve(store: Runs, ref: str, where: Mapping[str, str]) -> Resolved:
+    """`resolve`, naming the known tasks when a reference's task is none of them."""
+    try:
+        return resolve(store, ref, where)
+    except UnknownTaskRef as exc:
+        from evals import tasks  # the registry only on this error path: it costs compare its start-up
+
+        if exc.task not in tasks.names():
+            raise RunError(f"{ref!r}: unknown task {exc.task!r}; {tasks.known()}") from None
+        raise
+
+
+def _print(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argparse.Namespace) -> None:
+    from evals.render.comparison_tokens import token_json, token_lines
+
     if args.json:
         from evals.render.comparison_json import to_json  # here: each format's renderer only when asked for
 
         data: Any = to_json(found[0]) if len(found) == 1 else _all_json(found)
+        for one, (b, c) in zip(data["comparisons"] if len(found) > 1 else [data], pairs, strict=True):
+            one["runs"] = token_json(b, c, args.price_list)
         print(json.dumps(data, indent=1))
     elif args.markdown:
         from evals.render.comparison_markdown import to_markdown
 
         print(printable(to_markdown(found), multiline=True))
     else:
-        for x in found:
+        for x, (b, c) in zip(found, pairs, strict=True):
             print(printable(to_text(x), multiline=True), end="")
-            where = f" --cache-dir {args.cache_dir}" if args.cache_dir else ""
+            print(printable("\n".join(token_lines(b, c, args.price_list)), multiline=True))
+            where = hint_options(args.cache_dir, args.store)
             print(printable(f"see a case: python -m evals.runs{where} show {x.cand_run} --case ID"))
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attest.errors import AttestError
 from evals import tasks
 from evals.corpus import paths
 from evals.corpus.cases import Case
@@ -27,7 +28,7 @@ from evals.store.records import RunError
 if TYPE_CHECKING:
     from evals.analysis.pairing import Run
 
-__all__ = ["Rescored", "as_run", "missing", "rescore_run", "some", "today_scorer"]
+__all__ = ["Rescored", "as_run", "missing", "one_scorer", "rescore_run", "some", "today_scorer"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +104,26 @@ def as_run(done: Rescored, prompts: tuple[str, ...] = ()) -> Run:
     m = done.manifest
     manifest = m.replace(provenance=m.provenance.replace(scorer_fingerprint=today_scorer(m.task)))
     return Run(manifest, report_of(manifest, done.result, None), prompts)
+
+
+def one_scorer(base: Run, cand: Run, cache: Answers | None) -> tuple[Run, Run, tuple[str, ...]]:
+    """Both runs scored by one scorer: as they are when their scorers agree, else both re-scored from their
+    cached answers with today's (model-free). When answers are missing they stay as they are, and the note
+    says how many are gone (the comparison is then withheld: a scorer difference is never credited)."""
+    was = (base.manifest.provenance.scorer_fingerprint, cand.manifest.provenance.scorer_fingerprint)
+    if was[0] == was[1]:
+        return base, cand, ()
+    gone = [(run.run_id, missing(run.manifest, cache), len(run.manifest.samples)) for run in (base, cand)]
+    if cache is None or any(n for _, n, _ in gone):
+        said = " and ".join(f"{n} of {total} samples of run {run_id}" for run_id, n, total in gone if n)
+        return base, cand, (f"the answers of {said} are not in the cache (pruned), so both cannot be re-scored",)
+    try:
+        done = [as_run(rescore_run(r.manifest, cache), r.prompts) for r in (base, cand)]
+    except AttestError as exc:
+        return base, cand, (f"they could not be re-scored with one scorer: {exc}",)
+    now = done[0].manifest.provenance.scorer_fingerprint
+    note = (
+        f"scorer: the runs were scored by different scorers ({was[0][:12]}, {was[1][:12]}), so both were re-scored "
+        f"from their cached answers with today's ({now[:12]}) before deciding"
+    )
+    return done[0], done[1], (note,)
