@@ -10,12 +10,10 @@ corpus each run recorded gives each case's family, the manifests give what chang
 between the runs, and the cache gives the answers shown side by side. Nothing here
 calls a model.
 
-The output opens with what differs (prompt per shared case, with a line diff of the system
-prompts; backend, model, digest, server settings; options, label, scorer, commit), in full.
-More than one of prompt, model and options differing confounds the pair: inconclusive (exit 3)
-unless `--accept-mixed`; so is a prompt change on the stub (it does not read the prompt). Runs
-scored by different scorers are re-scored from cached answers with today's scorer first (one
-`made equal` line; answers missing: inconclusive, naming how many). Ship also needs the tail guard.
+The output opens with what differs, in full (evals/analysis/differences.py: more than one of prompt,
+model and options is confounded, exit 3 unless `--accept-mixed`; a prompt change on the stub too). Runs
+scored by different scorers are re-scored with today's first (evals/cli/rescoring.py). Ship also needs
+the tail guard (evals/analysis/tail.py).
 
 Refused in one line (exit 1): a run compared with itself; runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
@@ -26,7 +24,7 @@ overwriting what is there. `--html FILE` also writes the comparison's page (eval
 standard output).
 
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
-once under Holm's correction, one verdict per task.
+once under Holm's correction, one verdict per task. `--metric judged`: evals/cli/judged_metric.py.
 
 Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
 else 3 if any is inconclusive); 1 an error, 2 a usage error.
@@ -132,6 +130,8 @@ def _parser() -> argparse.ArgumentParser:
         help="narrow BASE: backend=,model=,label=,split=,branch=,commit=,subset=",
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
+    metric = "decide on the rule score (default) or the judged score (only for a judge validated by judge_check)"
+    parser.add_argument("--metric", choices=("score", "judged"), default="score", help=metric)
     parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
     parser.add_argument(
         "--summary",
@@ -152,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("with --all, BASE and CAND are @latest or @previous (the task comes from each of the three)")
     if not args.all and any(r.startswith("@") for r in refs):
         parser.error("name the task, as in reaction@latest, or compare every task with --all")
+    if args.all and args.metric == "judged":
+        parser.error("--metric judged compares one task's two runs; leave out --all")
     for text, where in ((args.base_filter, "--base-filter"), (args.cand_filter, "--cand-filter"), *_suffixes(refs)):
         try:
             parse_filter(text, where)
@@ -183,6 +185,13 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
     _ = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in loaded]  # refusals before re-scores
     equal = [_one_scorer(b, c, cache) for b, c in loaded]
     pairs, notes = [(b, c) for b, c, _ in equal], [n for _, _, n in equal]
+    if args.metric == "judged":
+        from evals.cli.judged_metric import judged_pair  # the task registry: only a judged comparison needs it
+
+        judged = judged_pair(store, pairs[0], as_json=args.json)
+        if judged is None:  # withheld: judge_check's validation missing or too weak, or the judges differ
+            return EXIT_CODES["inconclusive"]
+        pairs = [judged]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
     if args.all:
@@ -195,7 +204,9 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
     if args.html != "-":
         _print(found, pairs, args)
     if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
-        _append_summary(found, args.summary)
+        from evals.render.comparison_markdown import append_summary  # each format's renderer only when asked for
+
+        append_summary(found, args.summary)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
@@ -208,19 +219,6 @@ def _one_scorer(base: Run, cand: Run, cache: Answers | None) -> tuple[Run, Run, 
     from evals.cli.rescoring import one_scorer  # the task registry and the scorers: only when the scorers differ
 
     return one_scorer(base, cand, cache)
-
-
-def _append_summary(found: list[Comparison], target: str) -> None:
-    """Append the comparison as markdown to `target` (a step summary gathers every step's)."""
-    from evals.render.comparison_markdown import to_markdown
-
-    try:
-        with open(target, "a", encoding="utf-8") as out:
-            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
-    except OSError as exc:
-        raise RunError(
-            f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
-        ) from None
 
 
 def _task_names() -> tuple[str, ...]:

@@ -21,23 +21,55 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.errors import AttestError, run_reporting_errors
-from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
-from evals.cli.rescoring import Rescored, as_run, rescore_run, some
+from evals.cli.rescore_options import judge_identity
+from evals.cli.rescore_options import rescore_parser as _parser
+from evals.cli.rescoring import today_scorer
+from evals.corpus import paths
+from evals.corpus.cases import Case
+from evals.engine import provenance
+from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
-from evals.engine.pipeline import EvalResult
-from evals.store.models import Decision, Manifest, Report
+from evals.engine.judge import Judged, judge_fingerprint, judge_ref, judged_from_cache, judged_record
+from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
+from evals.engine.task import Task
+from evals.render.judge_status import judge_name
+from evals.render.rescore_rows import judged_rate, print_rows
+from evals.store.keys import Identity
+from evals.store.models import Decision, JudgeRef, Manifest, Report
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs, WritesRefused
 from evals.store.records import RunError
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import resolve_cache_dir, resolve_store_url
 
-__all__ = ["find_runs", "main", "recheck_decisions"]
+if TYPE_CHECKING:
+    from evals.analysis.pairing import Run
+
+__all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
+
+
+@dataclass(frozen=True)
+class Rescored:
+    manifest: Manifest
+    result: EvalResult
+    corpus: Path
+    changes: list[str]  # what differs from when the run was made: labels, scorer, judge prompt
+    judged: list[Judged] | None = None  # a judged run's judgements, read back from the cache
+    judge: JudgeRef | None = None  # --judge-backend: the judge they are another judge's (else the run's own)
+
+    def report(self) -> Report:
+        """The re-scored report record, with the judged block of a judged run."""
+        report = report_of(self.manifest, self.result, None)
+        ref = self.judge or self.manifest.judge
+        if self.judged is None or ref is None:
+            return report
+        return report.replace(judged=judged_record(ref, self.judged))
 
 
 def find_runs(
@@ -71,22 +103,56 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(
-        prog="rescore",
-        description="Re-score past runs from the cache with today's scorers and labels; never calls a model. "
-        "Exit 0 when every run was re-scored (label and scorer changes are reported), 1 on an error, "
-        "2 on a usage error.",
-    )
-    parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
-    parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument(
-        "--corpus", type=Path, help="read the labels from this corpus file instead of the run's own (needs --run)"
-    )
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    return parser
+def rescore_run(
+    manifest: Manifest, cache: Answers, corpus: Path | None = None, judge: Identity | None = None
+) -> Rescored:
+    """Score a run's cached samples with today's scorer against today's labels; a judged run's judgements (or,
+    with `judge`, that judge's judgements of the same answers) read back from the cache."""
+    if manifest.task not in tasks.names():
+        raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
+    task = tasks.get(manifest.task)
+    path = corpus or paths.resolve_corpus(manifest.provenance.corpus)
+    loaded = load_cases(task, path)
+    cases: dict[str, Case] = {c.id: c for c in loaded}
+    gone = sorted({s.case for s in manifest.samples} - set(cases))
+    if gone:
+        raise RunError(
+            f"run {manifest.run_id}: cases {gone[:5]} are not in {path}; rescore it with --run ID --corpus OLD_FILE"
+        )
+    samples = [(cases[s.case], s.sample, s.key) for s in manifest.samples]
+    changes = _changes(manifest, task, loaded, path)
+    try:
+        result = score_planned(task, samples, cache)
+        ref = judge_ref(task, samples, cache, judge) if judge is not None and task.judge is not None else None
+        if ref is not None:
+            changes.append(f"judged from the cache by {judge_name(ref.identity())}, not by the run's own judge")
+        ref_used = ref or manifest.judge
+        judged = judged_from_cache(task, ref_used, cache) if ref_used is not None else None
+    except MissingSampleError as exc:
+        raise RunError(f"run {manifest.run_id}: {exc}") from None
+    return Rescored(manifest, result, path, changes, judged, ref)
+
+
+def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: Path) -> list[str]:
+    changes = []
+    recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
+    splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split
+    differs = [s for s in splits if recorded.get(s) != now.get(s)]
+    if differs:
+        shown = ", ".join(f"{s} {now.get(s, 'n/a')[:12]} (run: {recorded.get(s, 'n/a')[:12]})" for s in differs)
+        changes.append(f"labels differ from the run's: split sha256 of {path}: {shown}; scored with these labels")
+        ran = manifest.case_sha256
+        relabelled = [c.id for c in corpus if c.id in ran and ran[c.id] != provenance.case_sha256(c)]
+        if relabelled:
+            changes.append(f"cases whose label or inputs changed: {_some(relabelled)}")
+    scorer = provenance.scorer_fingerprint(task.score_one)
+    if scorer != manifest.provenance.scorer_fingerprint:
+        changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
+    if manifest.judge is not None and task.judge is not None:
+        then, today = manifest.judge.prompt_fingerprint, judge_fingerprint(task.judge)
+        if then != today:
+            changes.append(f"judge prompt changed since the run ({then[:12]} -> {today[:12]}); judged as the run was")
+    return changes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,6 +172,7 @@ def _rescore(args: argparse.Namespace) -> int:
             print(printable(line), file=sys.stderr)
         if not manifests:
             raise AttestError(f"no complete runs in {opened.where}: run an eval first (nox -s eval-reaction)")
+        args.judge = judge_identity(args, _manifests(opened.runs, None))
         return _rescore_runs(manifests, opened.runs, opened.answers, args)
     finally:
         opened.close()
@@ -119,7 +186,7 @@ def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: 
     unsaved: WritesRefused | None = None
     for manifest in manifests:
         try:
-            done = rescore_run(manifest, cache, args.corpus)
+            done = rescore_run(manifest, cache, args.corpus, args.judge)
             old = store.report(manifest.run_id)
         except AttestError as exc:
             if args.run is not None:
@@ -133,16 +200,16 @@ def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: 
         rescored[manifest.run_id] = done
         if unsaved is None:
             try:
-                store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
+                store.save(manifest.run_id, "rescore", done.report())
             except WritesRefused as exc:  # a read-only role: the scores are the answer, the record a by-product
                 unsaved = exc
-        rows.append(_row(done, old.overall if old else None))
+        rows.append(_row(done, old))
     decisions = recheck_decisions(store, cache, rescored, args.corpus)
     seconds = time.perf_counter() - start
     if args.json:
         print(json.dumps({"runs": rows, "decisions": decisions, "seconds": seconds}, indent=1))
     else:
-        _print_rows(rows, seconds)
+        print_rows(rows, seconds)
         for found in decisions:
             print(printable(found["line"]))
     for warning in cache.warnings:
@@ -175,12 +242,22 @@ def recheck_decisions(
             base = rescored.get(decision.baseline_run) or rescore_run(
                 store.manifest(decision.baseline_run), cache, corpus
             )
-            runs = [as_run(r) for r in (base, cand)]
+            runs = [_one_scorer_run(r) for r in (base, cand)]
             entry = recheck(decision, runs[0], runs[1])
         except AttestError as exc:
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
         out.append({**entry, "line": recheck_line(entry)})
     return out
+
+
+def _one_scorer_run(done: Rescored) -> Run:
+    """A re-scored run as a decision is re-checked: today's scores, and today's scorer in its provenance (both
+    runs were re-scored by it, so `compare` does not withhold the pair as scored by different scorers)."""
+    from evals.analysis.pairing import Run  # statistics only when there is a decision
+
+    m = done.manifest
+    today = m.replace(provenance=m.provenance.replace(scorer_fingerprint=today_scorer(m.task)))
+    return Run(today, dataclasses.replace(done, manifest=today).report())
 
 
 def _moved(old: Report | None, new: EvalResult) -> str:
@@ -196,36 +273,27 @@ def _moved(old: Report | None, new: EvalResult) -> str:
         for cid, b in before.items()
         if cid in now and abs(sum(b) / len(b) - now[cid]) > 1e-9
     ]
-    return some(moved)
+    return _some(moved)
 
 
-def _row(done: Rescored, old: float | None) -> dict[str, Any]:
-    return {
+def _some(names: list[str], limit: int = 10) -> str:
+    more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _row(done: Rescored, old: Report | None) -> dict[str, Any]:
+    row = {
         "run_id": done.manifest.run_id,
         "task": done.manifest.task,
         "samples": done.result.n,
-        "old": old,
+        "old": old.overall if old else None,
         "new": done.result.overall,
         "corpus": str(done.corpus),
         "changes": done.changes,
     }
-
-
-def _print_rows(rows: list[dict[str, Any]], seconds: float) -> None:
-    print(f"{'run':<36} {'task':<12} {'samples':>7} {'old':>7} {'new':>7}")
-    for row in rows:
-        print(f"{row['run_id']:<36} {row['task']:<12} {row['samples']:>7} {_f(row['old']):>7} {row['new']:>7.3f}")
-        if row["changes"]:
-            print(f"  note: {row['run_id']}: {printable('; '.join(row['changes']))}")
-    samples = sum(r["samples"] for r in rows)
-    print(
-        f"re-scored {len(rows)} run(s), {samples} samples, in {seconds:.3f} s "
-        "from the cache (no backend exists in rescore)"
-    )
-
-
-def _f(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    if done.judged is not None:
+        row["judged"] = {"old": judged_rate(old.judged) if old else None, "new": judged_rate(done.report().judged)}
+    return row
 
 
 if __name__ == "__main__":

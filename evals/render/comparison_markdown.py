@@ -27,8 +27,9 @@ from evals.render.comparison_words import (
     tail_text,
     value_text,
 )
+from evals.store.records import RunError
 
-__all__ = ["MARKDOWN_LIMIT", "to_markdown"]
+__all__ = ["MARKDOWN_LIMIT", "append_summary", "to_markdown"]
 
 MARKDOWN_LIMIT = 60_000  # a PR comment's size; GitHub refuses 65,536 and more
 FOLD = 8  # more changed cases than this fold into <details>
@@ -173,3 +174,14 @@ def _markdown_answers(x: Comparison, room: int) -> str:
     left = len(shown) - len(blocks)
     note = f"\n{left} more not shown: the comment would pass {MARKDOWN_LIMIT:,} characters.\n" if left else ""
     return head + "".join(blocks) + note + tail if blocks or note else ""
+
+
+def append_summary(found: Sequence[Comparison], target: str) -> None:
+    """Append the comparisons as markdown to `target` (a step summary gathers every step's; never overwritten)."""
+    try:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
+    except OSError as exc:
+        raise RunError(
+            f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
+        ) from None
