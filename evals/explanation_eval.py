@@ -37,11 +37,11 @@ from evals.corpus.cases import ExplanationCase
 from evals.corpus.judgements import JudgementEntry
 from evals.corpus.rules import explanation_rules
 from evals.corpus.targets import explanation_targets
-from evals.corpus.words import STOPWORDS, content_words, mentions, own_words, words
+from evals.corpus.words import content_words, mentions, own_words, words
 from evals.engine import execute, floors, pipeline
 from evals.engine.chat import SampleChat
 from evals.engine.pipeline import CaseResult, EvalResult
-from evals.engine.scoring import parse_or_error
+from evals.engine.scoring import not_a_sentence, parse_or_error
 from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, JudgeSpec, Scored, Strategy, Task
 from evals.tagging_eval import gate
 
@@ -63,7 +63,6 @@ GATE = 0.5  # credit for the required check; the refinements share the other hal
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
 REFINEMENTS = 4  # one sentence, under fifteen words, "you", no preamble
-_LABEL = re.compile(r"^\s*(?:\S+\s+)?\S+\s*:")  # "You:", "Topics:", "Your interests:" before the rest
 _SENTENCE_END = re.compile(r"[.!?]+\s+(?=\S)")  # an end of sentence with more text after it
 COPY_RUN = 3  # this many consecutive content words of the item, copied, name the item and not the reader
 _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'ll|'d)?\b", re.IGNORECASE)
@@ -137,26 +136,11 @@ def _score_match_case(case: ExplanationCase, text: str) -> tuple[float, list[str
             "say which of the reader's interests it matches in your own words, not by restating the title"
         )
         return 0.0, [error]
-    shape = _not_a_sentence(text)
+    shape = not_a_sentence(text)
     if shape:
         return 0.0, [shape]
     errors = _refinement_errors(text)
     return 1.0 - (1.0 - GATE) * len(errors) / REFINEMENTS, errors
-
-
-def _not_a_sentence(text: str) -> str:
-    """Why `text` has no sentence shape (the prompt asks for one sentence), or ""."""
-    if _LABEL.match(text):
-        return (
-            f"a label and a colon before a list of words ({' '.join(text.split()[:3])} ...) is not a sentence: "
-            "write one sentence that says why the item matches"
-        )
-    if not set(words(text)) & STOPWORDS:
-        return (
-            "a bare list of words, with no word (you, and, this, ...) that makes them a sentence: say in one "
-            "sentence why the item matches"
-        )
-    return ""
 
 
 def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
