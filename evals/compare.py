@@ -52,7 +52,7 @@ from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
 from evals.store.records import RunError
 from evals.store.refs import Resolved, UnknownTaskRef, parse_filter, resolve
-from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, hint_options, resolve_cache_dir, resolve_store_url
 
 if TYPE_CHECKING:
     from evals.analysis.tokens import PriceList
@@ -109,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
     parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument(
@@ -170,7 +170,7 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 def _compare(args: argparse.Namespace) -> int:
     args.price_list = load_prices(args.prices)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    url = resolve_store_url(args.store)
+    url = resolve_store_url(args.store, args.store_file)
     # no answers ever cached here: the records alone, and no cache created
     opened = open_store(url, cache_dir, answers=url is not None or (cache_dir / "responses").is_dir())
     try:

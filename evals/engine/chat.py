@@ -122,12 +122,16 @@ class CachedChat:
                 found = self.cache.get(key)
                 if found is not None:
                     return found, True
-            self.calls += 1
-            response = self.ask(messages, schema, sample)
-            who = {"worker": self.worker, "server": self.server}
-            stored = response if isinstance(response, Entry) else Entry.of(response, **who)
-            self.cache.put(key, stored)
-            return stored, False
+            return self.ask_and_store(key, messages, schema, sample), False
+
+    def ask_and_store(self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> Entry:
+        """Ask the model for a sample this process holds the claim of, and store the answer."""
+        self.calls += 1
+        response = self.ask(messages, schema, sample)
+        who = {"worker": self.worker, "server": self.server}
+        stored = response if isinstance(response, Entry) else Entry.of(response, **who)
+        self.cache.put(key, stored)
+        return stored
 
 
 def _backend_ask(backend: Backend) -> SampleChat:

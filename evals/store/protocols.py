@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 from attest.errors import AttestError
 from evals.store.keys import Entry
 from evals.store.models import Manifest, Record, Report, RunAuthor
+from evals.store.records import RunError, StoredSummary
 
 __all__ = ["Answers", "Runs", "WritesRefused"]
 
@@ -97,6 +98,17 @@ class Runs(Protocol):
     def busy(self, run_id: str) -> bool: ...
 
     def remove(self, run_id: str) -> bool: ...
+
+    # A shared store's: whether recorded paths may be opened here (False: another machine's), `runs list`'s
+    # summary rows in one read (None: read each run), and many runs' records in one read (pull).
+    @property
+    def paths_local(self) -> bool: ...
+
+    def summaries(self, task: str | None, limit: int | None, offset: int) -> list[StoredSummary] | None: ...
+
+    def load_runs(
+        self, run_ids: list[str], models: Mapping[str, type[Record]]
+    ) -> dict[str, list[tuple[str, Record]] | RunError]: ...
 
 
 class Closing(Protocol):
