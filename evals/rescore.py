@@ -23,14 +23,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
 from attest.text import printable
 from evals import tasks
 from evals.cli.rescore_options import judge_identity
 from evals.cli.rescore_options import rescore_parser as _parser
-from evals.cli.rescoring import today_scorer
+from evals.cli.rescoring import under_today_scorer as by_today  # both runs are re-scored by it
 from evals.corpus import paths
 from evals.corpus.cases import Case
 from evals.engine import provenance
@@ -48,9 +48,6 @@ from evals.store.protocols import Answers, Runs, WritesRefused
 from evals.store.records import RunError
 from evals.store.refs import list_runs
 from evals.store.settings import resolve_cache_dir, resolve_store_url
-
-if TYPE_CHECKING:
-    from evals.analysis.pairing import Run
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
@@ -244,7 +241,7 @@ def recheck_decisions(
     ]
     if not found:
         return []
-    from evals.analysis.pairing import recheck, recheck_line  # statistics (scipy) only when there is a decision
+    from evals.analysis.pairing import Run, recheck, recheck_line  # statistics (scipy) only when there is a decision
 
     out = []
     for run_id, decision in found:
@@ -253,22 +250,13 @@ def recheck_decisions(
             base = rescored.get(decision.baseline_run) or rescore_run(
                 store.manifest(decision.baseline_run), cache, corpus, paths_local=store.paths_local
             )
-            runs = [_one_scorer_run(r) for r in (base, cand)]
+            ms = [by_today(r.manifest) for r in (base, cand)]
+            runs = [Run(m, dataclasses.replace(r, manifest=m).report()) for r, m in zip((base, cand), ms, strict=True)]
             entry = recheck(decision, runs[0], runs[1])
         except AttestError as exc:
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
         out.append({**entry, "line": recheck_line(entry)})
     return out
-
-
-def _one_scorer_run(done: Rescored) -> Run:
-    """A re-scored run as a decision is re-checked: today's scores, and today's scorer in its provenance (both
-    runs were re-scored by it, so `compare` does not withhold the pair as scored by different scorers)."""
-    from evals.analysis.pairing import Run  # statistics only when there is a decision
-
-    m = done.manifest
-    today = m.replace(provenance=m.provenance.replace(scorer_fingerprint=today_scorer(m.task)))
-    return Run(today, dataclasses.replace(done, manifest=today).report())
 
 
 def _moved(old: Report | None, new: EvalResult) -> str:

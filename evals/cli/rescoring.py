@@ -28,7 +28,7 @@ from evals.store.records import RunError
 if TYPE_CHECKING:
     from evals.analysis.pairing import Run
 
-__all__ = ["Rescored", "as_run", "missing", "one_scorer", "rescore_run", "some", "today_scorer"]
+__all__ = ["Rescored", "as_run", "missing", "one_scorer", "rescore_run", "some", "today_scorer", "under_today_scorer"]
 
 
 @dataclass(frozen=True)
@@ -101,9 +101,13 @@ def as_run(done: Rescored, prompts: tuple[str, ...] = ()) -> Run:
     """A re-scored run as `compare` pairs it: today's scores, and today's scorer in its provenance."""
     from evals.analysis.pairing import Run  # the statistics only when runs are paired
 
-    m = done.manifest
-    manifest = m.replace(provenance=m.provenance.replace(scorer_fingerprint=today_scorer(m.task)))
+    manifest = under_today_scorer(done.manifest)
     return Run(manifest, report_of(manifest, done.result, None), prompts)
+
+
+def under_today_scorer(m: Manifest) -> Manifest:
+    """The manifest of a run re-scored by today's scorer, saying so: pairs of such runs are scored by one scorer."""
+    return m.replace(provenance=m.provenance.replace(scorer_fingerprint=today_scorer(m.task)))
 
 
 def one_scorer(base: Run, cand: Run, cache: Answers | None) -> tuple[Run, Run, tuple[str, ...]]:
