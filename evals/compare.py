@@ -205,8 +205,9 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
         _print(found, pairs, args)
     if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
         from evals.render.comparison_markdown import append_summary  # each format's renderer only when asked for
+        from evals.render.comparison_tokens import markdown_with_tokens
 
-        append_summary(found, args.summary)
+        append_summary(markdown_with_tokens(found, pairs, args.price_list), args.summary)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
@@ -277,9 +278,9 @@ def _print(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argp
             one["runs"] = token_json(b, c, args.price_list)
         print(json.dumps(data, indent=1))
     elif args.markdown:
-        from evals.render.comparison_markdown import to_markdown
+        from evals.render.comparison_tokens import markdown_with_tokens
 
-        print(printable(to_markdown(found), multiline=True))
+        print(printable(markdown_with_tokens(found, pairs, args.price_list), multiline=True))
     else:
         for x, (b, c) in zip(found, pairs, strict=True):
             print(printable(to_text(x), multiline=True), end="")

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
 from evals.store.keys import Entry, Identity, request_key, request_seed, this_worker
-from evals.store.protocols import Answers
+from evals.store.protocols import Answers, BatchClaims
 
 __all__ = [
     "CacheOnlyChat",
@@ -62,6 +62,9 @@ class MemoryCache:
 
     def close(self) -> None:
         pass
+
+    def batch_claims(self) -> BatchClaims | None:
+        return None
 
     def get(self, key: str) -> Entry | None:
         return self.entries.get(key)

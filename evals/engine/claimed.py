@@ -20,22 +20,12 @@ from typing import Any, Protocol
 from evals.engine.bounded import run_bounded
 from evals.engine.chat import CachedChat
 from evals.store.local.cache import LeaseTimeout
+from evals.store.protocols import BatchClaims
 
-__all__ = ["BatchClaims", "generate_claimed"]
+__all__ = ["generate_claimed"]
 
 _WINDOW = 1000  # keys per claiming statement
 _POLL_S, _MAX_POLL_S = 0.05, 0.5
-
-
-class BatchClaims(Protocol):
-    """What a store offers to claim in batches (evals.store.postgres.answers.PgAnswers)."""
-
-    lease_wait_s: float
-    where: str
-
-    def claim_many(self, keys: Sequence[str], limit: int) -> tuple[list[str], set[str]]: ...
-
-    def settle(self, key: str, *, stored: bool) -> None: ...
 
 
 class _Sample(Protocol):

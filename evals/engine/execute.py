@@ -114,8 +114,8 @@ def execute(
             if not joined:
                 store.save(run_id, "manifest", manifest.replace(status="failed"))
             raise
-        if job is not None and not store.leave_job(job):  # type: ignore[attr-defined]
-            raise HelpedRun(run_id, getattr(store, "where", "the store"))
+        if job is not None and not store.leave_job(job):
+            raise HelpedRun(run_id, store.where)
         if joined:
             manifest = store.manifest(run_id)
         manifest = manifest.replace(status="complete", generate_seconds=stats.seconds)
@@ -142,13 +142,11 @@ class HelpedRun(Exception):
 def _join(store: Runs, manifest: Manifest) -> tuple[str | None, str]:
     """(the job's key, the run to record into): on a store whose workers share a job's run (`join_job`),
     the run a live worker of the same job started; else this run alone."""
-    join = getattr(store, "join_job", None)
-    if join is None:
-        return None, manifest.run_id
     m = manifest
     what = [m.task, m.split, m.repeat, m.provenance.scorer_fingerprint, [s.key for s in m.samples]]
     job = hashlib.sha256(canonical_json(what).encode()).hexdigest()
-    return job, str(join(job, manifest.run_id))
+    joined = store.join_job(job, manifest.run_id)
+    return (None, manifest.run_id) if joined is None else (job, joined)
 
 
 def _samples(planned: Sequence[Planned]) -> list[tuple[Case, int, str]]:

@@ -16,14 +16,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from attest.backends.types import Message
 from evals.corpus.cases import Case
 from evals.corpus.read import read_cases, split_sha256
 from evals.engine.bounded import run_bounded
 from evals.engine.chat import CachedChat, MissingSampleError
-from evals.engine.claimed import BatchClaims, generate_claimed
+from evals.engine.claimed import generate_claimed
 from evals.engine.task import Task
 from evals.store.keys import Identity, request_key
 from evals.store.protocols import Answers
@@ -143,8 +143,9 @@ def generate(
             return
         count(p.key, got[1])
 
-    if getattr(chat.cache, "claim_many", None) is not None:  # a team's store: claims in batches, never visiting
-        generate_claimed(chat, cast(BatchClaims, chat.cache), misses, schema, concurrency, count)  # what others hold
+    claims = chat.cache.batch_claims()
+    if claims is not None:  # a team's store: claims in batches, never visiting what others hold
+        generate_claimed(chat, claims, misses, schema, concurrency, count)
     else:
         run_bounded(lambda p: attempt(p, False), misses, concurrency)
         order = {p.key: n for n, p in enumerate(misses)}

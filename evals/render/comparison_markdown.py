@@ -176,11 +176,11 @@ def _markdown_answers(x: Comparison, room: int) -> str:
     return head + "".join(blocks) + note + tail if blocks or note else ""
 
 
-def append_summary(found: Sequence[Comparison], target: str) -> None:
-    """Append the comparisons as markdown to `target` (a step summary gathers every step's; never overwritten)."""
+def append_summary(text: str, target: str) -> None:
+    """Append a markdown comparison to `target` (a step summary gathers every step's; never overwritten)."""
     try:
         with open(target, "a", encoding="utf-8") as out:
-            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
+            out.write(printable(text, multiline=True) + "\n\n")
     except OSError as exc:
         raise RunError(
             f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"

@@ -19,7 +19,7 @@ from pathlib import Path
 from evals.store.keys import Entry
 from evals.store.local.cache import ResponseCache
 from evals.store.local.cache_db import CacheError
-from evals.store.protocols import Answers, Runs
+from evals.store.protocols import Answers, BatchClaims, Runs
 from evals.store.records import DirStore
 from evals.store.settings import DEFAULT_LEASE_WAIT_S, DEFAULT_RETRY_S
 
@@ -78,6 +78,9 @@ class _NoAnswers:
 
     def close(self) -> None:
         pass
+
+    def batch_claims(self) -> BatchClaims | None:
+        return None
 
 
 def open_store(

@@ -216,6 +216,13 @@ class RunStore:
         """Whether another process is writing the run now."""
         return False
 
+    def join_job(self, job: str, run_id: str) -> str | None:
+        """None: this store's runs are one process's each (only a team's store shares a job's run)."""
+        return None
+
+    def leave_job(self, job: str) -> bool:
+        return True
+
     def remove(self, run_id: str) -> bool:
         """Remove a run unless another process is writing it (then False)."""
         raise RunError(f"runs cannot be removed from {self.where}: prune the local cache (drop --store)")

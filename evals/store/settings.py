@@ -15,10 +15,13 @@ import math
 import os
 import re
 import shlex
+import stat
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from attest.config import checked
+from attest.errors import ConfigError
 from evals.store.local.cache_db import CacheError
 
 __all__ = [
@@ -33,7 +36,10 @@ __all__ = [
     "resolve_store_url",
 ]
 
+_KEY_PASSWORD = re.compile(r"\spassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S*)(?=\s)")
 DEFAULT_CACHE_DIR = "cache"
+CACHE_SETTING = "--cache-dir/ATTEST_CACHE_DIR"
+CACHE_VALID = "give a directory (made if missing), e.g. --cache-dir cache"
 DEFAULT_LEASE_WAIT_S = 60.0
 DEFAULT_RETRY_S = 60.0
 STORE_HELP = (
@@ -46,8 +52,21 @@ _SERVICE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
 
 
 def resolve_cache_dir(arg: str | os.PathLike[str] | None) -> Path:
-    """--cache-dir, then ATTEST_CACHE_DIR, then `cache/`."""
-    return Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
+    """--cache-dir, then ATTEST_CACHE_DIR, then `cache/`: a directory, or a path where one can be made."""
+    path = Path(arg or os.environ.get("ATTEST_CACHE_DIR") or DEFAULT_CACHE_DIR)
+    return checked(CACHE_SETTING, CACHE_VALID, lambda: _directory_or_missing(path))
+
+
+def _directory_or_missing(path: Path) -> Path:
+    """`path` if it is a directory or nothing is there yet; what stat refuses (a name too long, a symlink
+    loop, a file on the way) is raised, for `checked` to make one line of."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(f"{CACHE_SETTING} {path} is not a directory: {CACHE_VALID}")
+    return path
 
 
 def resolve_store_retry(arg: float | None) -> float:
@@ -89,7 +108,16 @@ def resolve_store_url(arg: str | None, file: str | None = None) -> str | None:
         value = _read_store_file(path)
     if not value:
         return None
-    return f"service={value}" if _SERVICE.fullmatch(value) else value
+    return _checked(f"service={value}" if _SERVICE.fullmatch(value) else value)
+
+
+def _checked(url: str) -> str:
+    """`url` if `connect` could use it (evals.store.postgres.check.check_url), else one ConfigError."""
+    try:
+        from evals.store.postgres.check import check_url
+    except ImportError:  # no client installed: open_store says how to install it
+        return url
+    return check_url(url)
 
 
 def _read_store_file(path: str) -> str:
@@ -119,12 +147,16 @@ def hint_options(cache_dir: str | None, store: str | None) -> str:
 
 
 def _without_password(url: str) -> str:
-    try:
-        split = urlsplit(url)
-        if split.password is None:
-            return url
-        user = split.username or ""
-        host = split.netloc.rpartition("@")[2]
-        return urlunsplit(split._replace(netloc=f"{user}@{host}"))
-    except ValueError:
-        return url
+    """The store string without its password, in each place libpq reads one: the URL's userinfo, a
+    `password` query parameter, a `password=...` key (quoted or not)."""
+    if "://" in url:
+        try:
+            split = urlsplit(url)
+            query = "&".join(p for p in split.query.split("&") if not p.lower().startswith("password="))
+            split = split._replace(query=query)
+            if split.password is not None:
+                split = split._replace(netloc=f"{split.username or ''}@{split.netloc.rpartition('@')[2]}")
+            url = urlunsplit(split)
+        except ValueError:  # not a URL after all: no part of it is shown
+            return "URL"
+    return " ".join(_KEY_PASSWORD.sub(" ", f" {url} ").split())

@@ -13,12 +13,10 @@ so PostgreSQL frees a dead worker's claims the instant its connections end, howe
 evals.store.postgres.connection). Claiming is one statement, `INSERT ... ON CONFLICT DO
 UPDATE ... WHERE <the holder is gone> RETURNING key`, which also skips a key whose answer
 exists: the claim and the re-read are one round trip, and a cold sample costs two (claim,
-store). Claiming needs INSERT and UPDATE on the table, so a role that may only read can
-neither hold nor block a claim (advisory locks, used before, can be taken by any role).
-Answers are inserted `ON CONFLICT DO NOTHING`, so a model call made twice across a
-partition stores one answer. Each request thread has its own connection, so
-`--concurrency` overlaps round trips to a distant server instead of queueing on one.
-"""
+store). Claiming needs INSERT and UPDATE on the table, so a read-only role can neither hold
+nor block a claim. Answers are inserted `ON CONFLICT DO NOTHING`: a model call made twice
+across a partition stores one answer. Each request thread has its own connection, so
+`--concurrency` overlaps round trips to a distant server instead of queueing on one."""
 
 from __future__ import annotations
 
@@ -34,6 +32,7 @@ from evals.store.keys import ANSWER_BYTES, Entry, entry_from_text
 from evals.store.local.cache import LeaseTimeout
 from evals.store.local.cache_db import canonical_json
 from evals.store.postgres.connection import Link, StoreError, StoreReadOnly, describe, who
+from evals.store.protocols import BatchClaims
 
 __all__ = ["PgAnswers", "lock_id"]
 
@@ -290,6 +289,9 @@ class PgAnswers:
             "collect unreferenced answers", query, {"before": before, "keep": sorted(keep)}
         )
         return int(count), int(total)
+
+    def batch_claims(self) -> BatchClaims | None:  # itself: claims are rows, many keys per statement
+        return self
 
     def close(self) -> None:
         with self._lock:

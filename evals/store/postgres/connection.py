@@ -40,10 +40,13 @@ from evals.store.protocols import WritesRefused
 __all__ = [
     "DEFAULT_RETRY_S",
     "SCHEMA_VERSION",
+    "STORE_SETTING",
+    "STORE_VALID",
     "Link",
     "StoreError",
     "StoreReadOnly",
     "connect",
+    "connect_kwargs",
     "describe",
     "ensure_schema",
     "failure",
@@ -55,6 +58,8 @@ T = TypeVar("T")
 DEFAULT_RETRY_S = 60.0
 _MAX_BACKOFF_S = 5.0
 SCHEMA_VERSION = 2  # 2: claims are rows in attest.claims (were advisory locks); a summary row per run
+STORE_SETTING = "--store/ATTEST_STORE"
+STORE_VALID = "give postgresql://user:password@host:port/database (or host=... dbname=...)"
 _MIGRATION_LOCK = 0x617474657374_0001  # "attest" + 1: the one advisory lock id attest takes outside sample claims
 # Server side: drop a session whose client is gone within ~20 s (keepalives, unacked data), so a
 # partitioned worker's claims do not outlive it for long; and never keep a transaction open and idle.
@@ -143,10 +148,7 @@ def failure(exc: BaseException, doing: str, url: str) -> StoreError:
     where, text = describe(url), _reason(exc, url)
     state = getattr(exc, "sqlstate", None)
     if doing == "connect" and isinstance(exc, psycopg.ProgrammingError):  # the driver may echo the bad string
-        return StoreError(
-            "--store/ATTEST_STORE is not a PostgreSQL URL or connection string: "
-            "give postgresql://user:password@host:port/database (or host=... dbname=...)"
-        )
+        return StoreError(f"{STORE_SETTING} is not a PostgreSQL URL or connection string: {STORE_VALID}")
     if state == "42501" or isinstance(
         exc, psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction
     ):
@@ -184,13 +186,17 @@ def guard(doing: str, url: str) -> Iterator[None]:
         raise failure(exc, doing, url) from None
 
 
+def connect_kwargs(url: str, application_name: str = "attest") -> dict[str, Any]:
+    """What `connect` passes beside `url`: the client options, and the server options after the URL's own."""
+    info = conninfo.conninfo_to_dict(url)
+    options = " ".join(x for x in (str(info.get("options") or ""), _SERVER_OPTIONS) if x)
+    return {**_CLIENT_OPTIONS, "options": options, "application_name": application_name}
+
+
 def connect(url: str, *, application_name: str = "attest") -> psycopg.Connection[Any]:
     """An autocommit connection to the store, with keepalives both ways (see the module's options)."""
     with guard("connect", url):
-        info = conninfo.conninfo_to_dict(url)
-        options = " ".join(x for x in (str(info.get("options") or ""), _SERVER_OPTIONS) if x)
-        settings = {**_CLIENT_OPTIONS, "options": options, "application_name": application_name}
-        return psycopg.connect(url, autocommit=True, **settings)
+        return psycopg.connect(url, autocommit=True, **connect_kwargs(url, application_name))
 
 
 class Link:
