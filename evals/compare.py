@@ -183,7 +183,7 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
     names = _task_names() if args.all else ("",)
     loaded = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
     _ = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in loaded]  # refusals before re-scores
-    equal = [_one_scorer(b, c, cache) for b, c in loaded]
+    equal = [_one_scorer(b, c, cache, store.paths_local) for b, c in loaded]
     pairs, notes = [(b, c) for b, c, _ in equal], [n for _, _, n in equal]
     if args.metric == "judged":
         from evals.cli.judged_metric import judged_pair  # the task registry: only a judged comparison needs it
@@ -213,13 +213,13 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
-def _one_scorer(base: Run, cand: Run, cache: Answers | None) -> tuple[Run, Run, tuple[str, ...]]:
+def _one_scorer(base: Run, cand: Run, cache: Answers | None, local: bool) -> tuple[Run, Run, tuple[str, ...]]:
     """Both runs as they are when one scorer scored them, else `rescoring.one_scorer`'s."""
     if base.manifest.provenance.scorer_fingerprint == cand.manifest.provenance.scorer_fingerprint:
         return base, cand, ()
     from evals.cli.rescoring import one_scorer  # the task registry and the scorers: only when the scorers differ
 
-    return one_scorer(base, cand, cache)
+    return one_scorer(base, cand, cache, paths_local=local)  # a shared store's corpus paths are never opened
 
 
 def _task_names() -> tuple[str, ...]:
