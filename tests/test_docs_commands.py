@@ -1,7 +1,7 @@
 """Every shell command the docs show runs as written, on a fresh copy of the repository.
 
-The commands come from the fenced ```sh blocks of README.md, CONTRIBUTING.md and the
-examples' READMEs, in order, in one fresh copy of the working tree (so a run made by
+The commands come from the fenced ```sh blocks of README.md, CONTRIBUTING.md, the
+reference pages docs/*.md (in name order) and the examples' READMEs, in that order, in one fresh copy of the working tree (so a run made by
 one command is there for the next, as for a user following along). They run under
 bash with this test's environment standing in for the README's set-up (`make dev`,
 `source .venv/bin/activate`): `python` and `attest` are this environment's.
@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "CONTRIBUTING.md", "examples/prompt-evals/README.md", "examples/flows/README.md")
+EXAMPLES = ("examples/prompt-evals/README.md", "examples/flows/README.md")
 SKIPPED = {
     "make test": "this test runs inside `make test`",
     "make dev": "set-up: this test's environment has attest and every extra installed",
@@ -68,10 +68,16 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
+def docs(root: Path = REPO) -> list[str]:
+    """The documents whose commands run, in the order they run: README, CONTRIBUTING, docs/*.md, examples."""
+    pages = sorted(p.relative_to(root).as_posix() for p in (root / "docs").glob("*.md"))
+    return ["README.md", "CONTRIBUTING.md", *pages, *EXAMPLES]
+
+
 def doc_commands(root: Path = REPO) -> list[DocCommand]:
     """Every command in the docs' ```sh blocks, continuation lines joined, comments dropped."""
     found = []
-    for doc in DOCS:
+    for doc in docs(root):
         in_block, pending, start = False, "", 0
         for number, raw in enumerate((root / doc).read_text(encoding="utf-8").splitlines(), 1):
             if raw.startswith("```"):
@@ -237,7 +243,19 @@ def _env(root: Path) -> dict[str, str]:
 def test_the_docs_have_commands() -> None:
     commands = doc_commands()
     assert len(commands) >= 20, [c.text for c in commands]
-    assert {c.doc for c in commands} >= {"README.md", "examples/prompt-evals/README.md"}
+    assert {c.doc for c in commands} >= {"README.md", "docs/commands.md", "examples/prompt-evals/README.md"}
+
+
+def test_every_reference_page_is_read(tmp_path: Path) -> None:
+    """A command on a new page under docs/ is run with the others, after README's and before the examples'."""
+    for doc in ("README.md", "CONTRIBUTING.md", *EXAMPLES):
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / doc).write_text(f"```sh\necho {doc}\n```\n", encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "new-page.md").write_text("# New\n\n```sh\npython -m evals.runs lisst\n```\n", encoding="utf-8")
+    found = [(c.doc, c.text) for c in doc_commands(tmp_path)]
+    assert found[2] == ("docs/new-page.md", "python -m evals.runs lisst")
+    assert [doc for doc, _ in found] == ["README.md", "CONTRIBUTING.md", "docs/new-page.md", *EXAMPLES]
 
 
 @pytest.mark.slow
