@@ -1,10 +1,11 @@
 """Every shell command the docs show runs as written, on a fresh copy of the repository.
 
 The commands come from the fenced ```sh blocks of README.md, CONTRIBUTING.md, the
-reference pages docs/*.md (in name order) and the examples' READMEs, in that order, in one fresh copy of the working tree (so a run made by
-one command is there for the next, as for a user following along). They run under
-bash with this test's environment standing in for the README's set-up (`make dev`,
-`source .venv/bin/activate`): `python` and `attest` are this environment's.
+reference pages docs/*.md (in name order) and the examples' READMEs, in that order, in
+one fresh copy of the working tree (so a run made by one command is there for the
+next, as for a user following along). They run under bash with this test's
+environment standing in for the README's set-up (`make dev`, `source
+.venv/bin/activate`): `python` and `attest` are this environment's.
 
 What is not run as written, and why, is the table `ADAPTED` below:
 - `make test` is the command running this test;
@@ -252,7 +253,8 @@ def test_every_reference_page_is_read(tmp_path: Path) -> None:
         (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / doc).write_text(f"```sh\necho {doc}\n```\n", encoding="utf-8")
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "new-page.md").write_text("# New\n\n```sh\npython -m evals.runs lisst\n```\n", encoding="utf-8")
+    page = "# New\n\n```sh\npython -m evals.runs lisst\n```\n"
+    (tmp_path / "docs" / "new-page.md").write_text(page, encoding="utf-8")
     found = [(c.doc, c.text) for c in doc_commands(tmp_path)]
     assert found[2] == ("docs/new-page.md", "python -m evals.runs lisst")
     assert [doc for doc, _ in found] == ["README.md", "CONTRIBUTING.md", "docs/new-page.md", *EXAMPLES]
