@@ -40,12 +40,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, and mypy --strict over src, evals and benchmarks."""
+    """ruff, and mypy --strict over src, evals, benchmarks and the task plug-in example."""
     _timed(session, "install", lambda: _install(session, "dev,eval,local,store"))
 
     def check() -> None:
         session.run("ruff", "check", "src", "evals", "tests", "examples", "benchmarks", "noxfile.py")
         session.run("mypy", "src", "evals", "benchmarks")
+        session.run("mypy", "examples/task-plugin/src/attest_genre")  # typed as an outside package sees attest
 
     _timed(session, "lint", check)
 

@@ -26,8 +26,10 @@ from pathlib import Path
 
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import compare, runs
-from evals.store.local.cache import Entry, ResponseCache
-from evals.store.records import DirStore, Manifest, Provenance, Report, SampleRef
+from evals.store.keys import Entry
+from evals.store.local.cache import ResponseCache
+from evals.store.models import Manifest, Provenance, Report, SampleRef
+from evals.store.records import DirStore
 
 __all__ = ["run"]
 

@@ -2,7 +2,7 @@
 
 The cache is built the normal way: every real corpus case of the three tasks,
 repeated until the three runs hold 10,000 samples in all, planned with `plan`
-and filled by `generate` through `CachedChat.from_backend(StubBackend(), cache)`, each run
+and filled by `generate` through `CachedChat.from_backend(StubBackend(answer=task.stub_answer), cache)`, each run
 with its manifest. `rescore_run` then re-scores the three run directories.
 
 Reference, in the same run: the three tasks' `score_one` over the same
@@ -21,11 +21,14 @@ from typing import Any
 from attest.backends.stub import StubBackend
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import tasks
+from evals.engine.chat import CachedChat
 from evals.engine.execute import RunSpec, execute
-from evals.engine.pipeline import CachedChat, load_cases
+from evals.engine.pipeline import load_cases
 from evals.rescore import rescore_run
-from evals.store.local.cache import Identity, ResponseCache
-from evals.store.records import DirStore, Manifest
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
+from evals.store.models import Manifest
+from evals.store.records import DirStore
 
 TOTAL = 10_000
 TARGET = 10_000.0  # samples per second
@@ -33,12 +36,12 @@ TARGET = 10_000.0  # samples per second
 
 def _build(directory: Path, cache: ResponseCache) -> tuple[list[Manifest], list[tuple[str, Any, str]]]:
     """Three complete runs holding >= TOTAL samples; returns their manifests and every (task, case, text)."""
-    backend = StubBackend()
-    chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
     store = DirStore(directory / "runs")
     share = -(-TOTAL // len(tasks.names()))
     manifests, answers = [], []
     for task in tasks.all_tasks():
+        backend = StubBackend(answer=task.stub_answer)
+        chat = CachedChat.from_backend(backend, cache, Identity.of(backend))
         name = task.name
         cases = load_cases(task)
         repeat = -(-share // len(cases))

@@ -18,7 +18,7 @@ from attest.backends.stub import StubBackend
 from attest.backends.types import ChatResponse, Message
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, workdir
 from evals import reaction_eval
-from evals.engine.pipeline import CachedChat, SampleChat
+from evals.engine.chat import CachedChat, SampleChat
 from evals.store.local.cache import ResponseCache
 
 BATCH = 2000
@@ -42,7 +42,7 @@ def _bare(response: ChatResponse) -> SampleChat:
 def run() -> list[Row]:
     cache = ResponseCache(workdir("cache-hit"))
     try:
-        chat = CachedChat.from_backend(StubBackend(), cache)
+        chat = CachedChat.from_backend(StubBackend(answer=reaction_eval.TASK.stub_answer), cache)
         case = reaction_eval.load_cases()[0]
         messages, schema = reaction_eval.render(case), reaction_eval.TASK.schema
         bare = _bare(chat(messages, schema, 0))  # the miss that makes the key warm

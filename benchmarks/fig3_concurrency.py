@@ -21,7 +21,8 @@ from attest.backends.openai import OpenAIBackend
 from attest.backends.retry import RetryPolicy
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import reaction_eval
-from evals.engine.pipeline import CachedChat, generate, plan
+from evals.engine.chat import CachedChat
+from evals.engine.pipeline import generate, plan
 from evals.store.local.cache import ResponseCache
 
 LEVELS = (1, 2, 4, 8)

@@ -37,7 +37,7 @@ import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
@@ -46,20 +46,19 @@ from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunSco
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
 from evals.render.comparison_text import to_text
+from evals.store.models import Manifest
 from evals.store.open import open_store
-from evals.store.records import DirStore, Manifest, RunError, RunStore
+from evals.store.protocols import Answers, Runs
+from evals.store.records import RunError
 from evals.store.refs import parse_filter, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
-
-if TYPE_CHECKING:
-    from evals.engine.pipeline import AnswerCache
 
 __all__ = ["main", "with_answers"]
 
 NOT_CACHED = "(not in the cache)"
 
 
-def with_answers(x: Comparison, cache: AnswerCache | None, base: Manifest, cand: Manifest, every: bool) -> Comparison:
+def with_answers(x: Comparison, cache: Answers | None, base: Manifest, cand: Manifest, every: bool) -> Comparison:
     """`x` with answer texts (sample 0) from the cache: for every changed case, or only those shown."""
     changed = [*x.regressed, *x.improved]
     wanted = {c.case_id for c in (changed if every else changed[: x.show])}
@@ -76,7 +75,7 @@ def with_answers(x: Comparison, cache: AnswerCache | None, base: Manifest, cand:
     return replace(x, regressed=fill(x.regressed), improved=fill(x.improved))
 
 
-def _answers(cache: AnswerCache | None, manifest: Manifest, wanted: set[str]) -> dict[str, str]:
+def _answers(cache: Answers | None, manifest: Manifest, wanted: set[str]) -> dict[str, str]:
     keys = {s.case: s.key for s in manifest.samples if s.sample == 0 and s.case in wanted}
     found = cache.get_many(list(keys.values())) if cache is not None else {}
     out = {case: NOT_CACHED for case in wanted}
@@ -152,16 +151,15 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 def _compare(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     url = resolve_store_url(args.store)
-    if url is None and not (cache_dir / "responses").is_dir():  # no answers cached: the records alone
-        return _compare_in(DirStore(cache_dir / "runs"), None, args)
-    opened = open_store(url, cache_dir)
+    # no answers ever cached here: the records alone, and no cache created
+    opened = open_store(url, cache_dir, answers=url is not None or (cache_dir / "responses").is_dir())
     try:
         return _compare_in(opened.runs, opened.answers, args)
     finally:
         opened.close()
 
 
-def _compare_in(store: RunStore, cache: AnswerCache | None, args: argparse.Namespace) -> int:
+def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) -> int:
     names = _task_names() if args.all else ("",)
     pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
@@ -189,8 +187,8 @@ def _task_names() -> tuple[str, ...]:
 def _write_html(
     found: list[Comparison],
     scores: list[tuple[RunScores, RunScores]],
-    store: RunStore,
-    cache: AnswerCache | None,
+    store: Runs,
+    cache: Answers | None,
     target: str,
 ) -> None:
     from evals.render.html import write_page
@@ -199,7 +197,7 @@ def _write_html(
     write_page(comparison_html(found, scores, store, cache), target)
 
 
-def _load_pair(store: RunStore, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
+def _load_pair(store: Runs, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
     runs = []
     for ref, narrowing, option in (
         (base, args.base_filter, "--base-filter"),

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attest.backends.stub import explanation_answer
 from attest.backends.types import Message
 from attest.explain import REFUSAL, Explanation, explanation_messages
 from evals.corpus.cases import ExplanationCase
@@ -33,9 +34,10 @@ from evals.corpus.rules import explanation_rules
 from evals.corpus.targets import explanation_targets
 from evals.corpus.words import content_words, mentions, own_words, words
 from evals.engine import execute, pipeline
-from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.chat import SampleChat
+from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, Scored, Strategy, Task
 from evals.tagging_eval import gate
 
 __all__ = [
@@ -69,7 +71,11 @@ def is_refusal(text: str) -> bool:
     return bool(_REFUSING.search(" ".join(words(text))))
 
 
-def score_one(case: ExplanationCase, out: str) -> dict[str, Any]:
+class ExplanationScored(Scored):
+    refused: bool | None  # None: the answer was not valid
+
+
+def score_one(case: ExplanationCase, out: str) -> ExplanationScored:
     """A refusal (exact for full credit) on refuse cases; on match cases a named shared topic, then refinements."""
     parsed, why = parse_or_error(out, Explanation)
     if parsed is None:
@@ -78,34 +84,36 @@ def score_one(case: ExplanationCase, out: str) -> dict[str, Any]:
     text = parsed.text.strip()
     refused = is_refusal(text)
     if case.refuse:
-        return {"id": case.id, **_score_refuse_case(text, refused), "refused": refused}
+        score, errors = _score_refuse_case(text, refused)
+        return {"id": case.id, "score": score, "errors": errors, "refused": refused}
     if refused:
         error = f"refused ({text!r}), but the item shares {case.must_mention_any}"
         return {"id": case.id, "score": 0.0, "errors": [error], "refused": True}
-    return {"id": case.id, **_score_match_case(case, text), "refused": False}
+    score, errors = _score_match_case(case, text)
+    return {"id": case.id, "score": score, "errors": errors, "refused": False}
 
 
-def _score_refuse_case(text: str, refused: bool) -> dict[str, Any]:
+def _score_refuse_case(text: str, refused: bool) -> tuple[float, list[str]]:
     if not refused:
         error = f"no stated interest matches, so the answer must be exactly {REFUSAL!r}; got {text!r}"
-        return {"score": 0.0, "errors": [error]}
+        return 0.0, [error]
     if text != REFUSAL:
         error = f"refused in other words: the answer must be exactly {REFUSAL!r}; got {text!r}"
-        return {"score": GATE, "errors": [error]}
-    return {"score": 1.0, "errors": []}
+        return GATE, [error]
+    return 1.0, []
 
 
-def _score_match_case(case: ExplanationCase, text: str) -> dict[str, Any]:
+def _score_match_case(case: ExplanationCase, text: str) -> tuple[float, list[str]]:
     if not any(mentions(text, term) for term in case.must_mention_any):
-        return {"score": 0.0, "errors": [f"names none of the shared topics {case.must_mention_any}"]}
+        return 0.0, [f"names none of the shared topics {case.must_mention_any}"]
     if not _names_topic_itself(case, text):
         error = (
             f"names the shared topic {case.must_mention_any} only inside words copied from the item; "
             "say which of the reader's interests it matches in your own words, not by restating the title"
         )
-        return {"score": 0.0, "errors": [error]}
+        return 0.0, [error]
     errors = _refinement_errors(text)
-    return {"score": 1.0 - (1.0 - GATE) * len(errors) / 3, "errors": errors}
+    return 1.0 - (1.0 - GATE) * len(errors) / 3, errors
 
 
 def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
@@ -213,7 +221,7 @@ def _rules(path: Path, cases: Sequence[ExplanationCase], context: CheckContext) 
     return explanation_rules(path, cases)
 
 
-TASK = pipeline.Task(
+TASK = Task(
     "explanation",
     ExplanationCase,
     Explanation,
@@ -223,8 +231,8 @@ TASK = pipeline.Task(
     summarise,
     strategies=strategies,
     interval="bootstrap",  # graded: refinements earn thirds of the remaining credit
-    dspy_fields=dspy_fields(),
-    to_dspy_example=to_dspy_example,
+    stub_answer=explanation_answer,
+    dspy=DspyAdapter(dspy_fields(), to_dspy_example),
     checks=CorpusChecks(("refuse=true", "refuse=false"), _refusal_counts, _rules, explanation_targets),
 )
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -53,7 +54,6 @@ from evals.cli.tagging_search import (
     BASELINE,
     SCHEMA,
     BudgetedChat,
-    BudgetExceeded,
     Search,
     SearchStopped,
     metric,
@@ -63,13 +63,13 @@ from evals.cli.tagging_search import (
     train_sample,
 )
 from evals.corpus.cases import TaggingCase
-from evals.engine.pipeline import CachedChat, SampleChat
+from evals.engine.chat import CachedChat, SampleChat
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.settings import resolve_cache_dir, resolve_store_url
-from evals.tagging_eval import dspy_fields, gate, load_cases, to_dspy_example
+from evals.tagging_eval import TASK, dspy_fields, gate, load_cases, to_dspy_example
 
-__all__ = ["AttestLM", "BudgetExceeded", "BudgetedChat", "TagPromptAdapter", "main", "search", "tag_signature"]
+__all__ = ["AttestLM", "TagPromptAdapter", "main", "search", "tag_signature"]
 
 
 # --- the DSPy side: attest's renderer, parser and cache behind DSPy's LM and adapter ---------
@@ -178,7 +178,8 @@ def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(resolve_store_url(args.store), cache_dir)
     try:
-        backend = backend_factory(settings_from_args(args, default_backend="auto"))
+        settings = settings_from_args(args, default_backend="auto")
+        backend = backend_factory(dataclasses.replace(settings, stub_answer=TASK.stub_answer))
         try:
             identity = Identity.of(backend)
             outcome = _optimise(args, backend, store, identity, train, judged)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attest.backends.stub import reaction_answer
 from attest.backends.types import Message
 from attest.simulate import Reaction, reaction_messages
 from evals.corpus.cases import ReactionCase
@@ -17,9 +18,10 @@ from evals.corpus.fixture import fixture_problems
 from evals.corpus.rules import reaction_rules
 from evals.corpus.targets import reaction_targets
 from evals.engine import execute, pipeline
-from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.chat import SampleChat
+from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import names_item, parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy
+from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, Scored, Strategy, Task
 from evals.tagging_eval import gate
 
 __all__ = [
@@ -43,7 +45,12 @@ def render(case: ReactionCase) -> list[Message]:
     return reaction_messages(case.persona, case.interests, case.title, case.summary)
 
 
-def score_one(case: ReactionCase, out: str) -> dict[str, Any]:
+class ReactionScored(Scored):
+    verdict: bool | None  # None: the answer was not valid
+    confidence: int | None
+
+
+def score_one(case: ReactionCase, out: str) -> ReactionScored:
     """1 for the right verdict with a reason naming the item; less without the reason; 0 if wrong."""
     parsed, why = parse_or_error(out, Reaction)
     if parsed is None:
@@ -168,7 +175,7 @@ def _rules(path: Path, cases: Sequence[ReactionCase], context: CheckContext) -> 
     yield from fixture_problems(path, cases, context.fixture)
 
 
-TASK = pipeline.Task(
+TASK = Task(
     "reaction",
     ReactionCase,
     Reaction,
@@ -179,8 +186,8 @@ TASK = pipeline.Task(
     strategies=strategies,
     interval="bootstrap",  # graded: a right verdict without the item named earns UNREASONED
     verdict_metrics=verdict_metrics,
-    dspy_fields=dspy_fields(),
-    to_dspy_example=to_dspy_example,
+    stub_answer=reaction_answer,
+    dspy=DspyAdapter(dspy_fields(), to_dspy_example),
     checks=CorpusChecks(("verdict=true", "verdict=false"), _verdict_counts, _rules, reaction_targets),
 )
 

@@ -29,21 +29,17 @@ from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
-from evals.corpus.cases import AnyCase
+from evals.corpus import paths
+from evals.corpus.cases import Case
 from evals.engine import provenance
+from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
-from evals.engine.pipeline import (
-    AnswerCache,
-    EvalResult,
-    MissingSampleError,
-    Task,
-    corpus_digests,
-    load_cases,
-    score_planned,
-)
+from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
+from evals.engine.task import Task
+from evals.store.models import Decision, Manifest, Report
 from evals.store.open import open_store
-from evals.store.protocols import WritesRefused
-from evals.store.records import Decision, Manifest, Report, RunError, RunStore
+from evals.store.protocols import Answers, Runs, WritesRefused
+from evals.store.records import RunError
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
@@ -58,7 +54,7 @@ class Rescored:
 
 
 def find_runs(
-    store: RunStore, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
+    store: Runs, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
 ) -> list[Manifest]:
     """The runs to re-score: one named run, all complete runs, or the latest complete run per task.
 
@@ -73,7 +69,7 @@ def find_runs(
     return list(latest.values())
 
 
-def _manifests(store: RunStore, skipped: list[str] | None) -> list[Manifest]:
+def _manifests(store: Runs, skipped: list[str] | None) -> list[Manifest]:
     found = []
     for run_id in store.run_ids():
         try:
@@ -88,14 +84,14 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
 
 
-def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = None) -> Rescored:
+def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) -> Rescored:
     """Score a run's cached samples with today's scorer against today's labels."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
-    path = corpus or provenance.resolve_corpus(manifest.provenance.corpus)
+    path = corpus or paths.resolve_corpus(manifest.provenance.corpus)
     loaded = load_cases(task, path)
-    cases: dict[str, AnyCase] = {c.id: c for c in loaded}
+    cases: dict[str, Case] = {c.id: c for c in loaded}
     gone = sorted({s.case for s in manifest.samples} - set(cases))
     if gone:
         raise RunError(
@@ -109,7 +105,7 @@ def rescore_run(manifest: Manifest, cache: AnswerCache, corpus: Path | None = No
     return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
 
 
-def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[AnyCase], path: Path) -> list[str]:
+def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: Path) -> list[str]:
     changes = []
     recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
     splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split
@@ -167,7 +163,7 @@ def _rescore(args: argparse.Namespace) -> int:
         opened.close()
 
 
-def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache, args: argparse.Namespace) -> int:
+def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: argparse.Namespace) -> int:
     start = time.perf_counter()
     rows = []
     rescored: dict[str, Rescored] = {}
@@ -209,7 +205,7 @@ def _rescore_runs(manifests: list[Manifest], store: RunStore, cache: AnswerCache
 
 
 def recheck_decisions(
-    store: RunStore, cache: AnswerCache, rescored: dict[str, Rescored], corpus: Path | None = None
+    store: Runs, cache: Answers, rescored: dict[str, Rescored], corpus: Path | None = None
 ) -> list[dict[str, Any]]:
     """Every decision recorded beside a re-scored run, recomputed from the cache alone.
 

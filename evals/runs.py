@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -34,9 +33,10 @@ from typing import Any
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, at_least
 from attest.text import printable
-from evals.store.local.cache import ResponseCache
-from evals.store.open import StoreAnswers, open_store
-from evals.store.records import Decision, DirStore, Manifest, Prompts, Report, RunError, RunStore
+from evals.store.models import Decision, Manifest, Prompts, Report
+from evals.store.open import open_store
+from evals.store.protocols import Answers, Runs
+from evals.store.records import RunError
 from evals.store.refs import RunRow, list_runs, resolve_ref
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
@@ -57,9 +57,9 @@ def _age(created: float) -> str:
 _COLUMNS = ("task", "status", "backend", "model", "split")
 
 
-def _list(store: RunStore, args: argparse.Namespace) -> int:
+def _list(store: Runs, args: argparse.Namespace) -> int:
     rows = list_runs(store, _known_task(store, args.task))
-    authors = store.authors() if hasattr(store, "authors") else None  # a team's store says who made each run
+    authors = store.authors()  # a team's store says who made each run; None elsewhere
     if args.json:
         by = {k: a.to_dict() for k, a in (authors or {}).items()}
         print(
@@ -89,15 +89,14 @@ def _list(store: RunStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _known_task(store: RunStore, task: str | None) -> str | None:
+def _known_task(store: Runs, task: str | None) -> str | None:
     """`task` when it names a task; an unknown one is an error naming the known ones, not an empty table."""
     if task is None:
         return None
     from evals import tasks  # the task modules load only when a task is named
 
     if task not in tasks.names():
-        where = getattr(store, "root", None) or getattr(store, "where", "the store")
-        raise AttestError(f"unknown task {task!r} (listing {where}): {tasks.known()}")
+        raise AttestError(f"unknown task {task!r} (listing {store.where}): {tasks.known()}")
     return task
 
 
@@ -145,7 +144,7 @@ def _show(url: str | None, cache_dir: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_html(store: RunStore, cache: StoreAnswers, run_id: str, target: str) -> int:
+def _show_html(store: Runs, cache: Answers, run_id: str, target: str) -> int:
     from evals.render.html import write_page
     from evals.render.pages import stored_run_html
 
@@ -169,7 +168,7 @@ def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
     return stub_texts(task, cases)
 
 
-def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
+def _doomed(store: Runs, args: argparse.Namespace) -> list[RunRow]:
     rows = list_runs(store)
     doomed: list[RunRow] = []
     if args.incomplete:
@@ -187,7 +186,7 @@ def _doomed(store: DirStore, args: argparse.Namespace) -> list[RunRow]:
     return list({r.run_id: r for r in doomed}.values())
 
 
-def _prune(store: DirStore, args: argparse.Namespace) -> int:
+def _prune(store: Runs, args: argparse.Namespace) -> int:
     if not (args.incomplete or args.older_than is not None or args.keep_last is not None):
         raise AttestError("say what to prune: --incomplete, --older-than DAYS or --keep-last N")
     removed = 0
@@ -204,21 +203,16 @@ def _prune(store: DirStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _remove(store: DirStore, run_id: str) -> int:
+def _remove(store: Runs, run_id: str) -> int:
     """Remove a run holding its lock, so no writer can start on it meanwhile; 0 when another process writes it."""
-    with store.claim(run_id) as mine:
-        if not mine:
-            print(f"keep   {run_id} (another process is writing it)")
-            return 0
-        print(f"remove {run_id}")
-        try:
-            shutil.rmtree(store.run_dir(run_id))
-        except OSError as exc:
-            raise RunError(f"cannot remove {store.run_dir(run_id)} ({exc.strerror or exc})") from None
+    if not store.remove(run_id):
+        print(f"keep   {run_id} (another process is writing it)")
+        return 0
+    print(f"remove {run_id}")
     return 1
 
 
-def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
+def _gc(store: Runs, cache: Answers, args: argparse.Namespace) -> int:
     started = time.time()
     keep: set[str] = set()
     for run_id in store.run_ids():
@@ -230,11 +224,7 @@ def _gc(store: DirStore, cache_dir: Any, args: argparse.Namespace) -> int:
                 "prune it first (`runs prune --incomplete --yes`)"
             ) from None
         keep.update(s.key for s in manifest.samples)
-    cache = ResponseCache(cache_dir)
-    try:
-        count, size = cache.collect(keep, before=started, dry_run=not args.yes)
-    finally:
-        cache.close()
+    count, size = cache.collect(keep, before=started, dry_run=not args.yes)
     verb = "removed" if args.yes else "would remove"
     print(f"{verb} {count} cache entries no run references ({size} bytes of answers)")
     if not args.yes:
@@ -297,20 +287,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "show":
         return _show(url, cache_dir, args)
-    if args.command == "list" and url is not None:
-        opened = open_store(url, cache_dir)
-        try:
-            return _list(opened.runs, args)
-        finally:
-            opened.close()
-    store = DirStore(cache_dir / "runs")
-    if args.command == "list":
-        return _list(store, args)
-    if url is not None:
+    if args.command != "list" and url is not None:
         raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
-    if args.command == "prune":
-        return _prune(store, args)
-    return _gc(store, cache_dir, args)
+    opened = open_store(url, cache_dir, answers=args.command == "gc")  # list and prune read the records alone
+    try:
+        if args.command == "list":
+            return _list(opened.runs, args)
+        if args.command == "prune":
+            return _prune(opened.runs, args)
+        return _gc(opened.runs, opened.answers, args)
+    finally:
+        opened.close()
 
 
 if __name__ == "__main__":

@@ -12,16 +12,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attest.backends.stub import tags_answer
 from attest.backends.types import Message
 from attest.features import ItemTags, tag_messages
 from evals.corpus.cases import TaggingCase
 from evals.corpus.rules import tagging_rules
 from evals.corpus.targets import tagging_targets
 from evals.engine import execute, pipeline, provenance
-from evals.engine.pipeline import CaseResult, EvalResult, SampleChat
+from evals.engine.chat import SampleChat
+from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy
-from evals.store.records import Decision, RunStore
+from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, Scored, Strategy, Task
+from evals.store.models import Decision
+from evals.store.protocols import Runs
 
 if TYPE_CHECKING:
     from evals.analysis.pairing import Run
@@ -35,7 +38,11 @@ def render(case: TaggingCase) -> list[Message]:
     return tag_messages(case.title, case.summary)
 
 
-def score_one(case: TaggingCase, out: str) -> dict[str, Any]:
+class TaggingScored(Scored):
+    predicted: list[str]  # the answer's tags, sorted
+
+
+def score_one(case: TaggingCase, out: str) -> TaggingScored:
     """F1 of the answer's tags against the gold set; errors name missing and extra tags."""
     parsed, why = parse_or_error(out, ItemTags)
     if parsed is None:
@@ -82,7 +89,7 @@ def _rules(path: Path, cases: Sequence[TaggingCase], context: CheckContext) -> I
     return tagging_rules(path, cases)
 
 
-TASK = pipeline.Task(
+TASK = Task(
     "tagging",
     TaggingCase,
     ItemTags,
@@ -92,8 +99,8 @@ TASK = pipeline.Task(
     strategies=strategies,
     interval="bootstrap",  # F1 is graded
     provenance=tag_prompt,
-    dspy_fields=dspy_fields(),
-    to_dspy_example=to_dspy_example,
+    stub_answer=tags_answer,
+    dspy=DspyAdapter(dspy_fields(), to_dspy_example),
     checks=CorpusChecks(("tags",), _tag_count, _rules, tagging_targets),
 )
 
@@ -112,9 +119,11 @@ def evaluate(
     return execute.evaluate(TASK, chat_json, cases, repeat=repeat, on_case=on_case)
 
 
-def gate(store: RunStore, base: Run, cand: Run, *, margin: float = 0.0) -> Decision:
+def gate(store: Runs, base: Run, cand: Run, *, margin: float = 0.0) -> Decision:
     """The paired verdict of `cand` against `base` (evals.analysis.pairing.decide), recorded beside the
     candidate run as `decision` and returned: ship only when the whole interval clears `margin`."""
     from evals.analysis.pairing import decide  # statistics (scipy) only when a decision is taken
 
-    return decide(store, base, cand, margin=margin)[1]
+    decision = decide(base, cand, margin=margin)[1]
+    store.save(cand.run_id, "decision", decision)
+    return decision

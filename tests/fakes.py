@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from attest.backends.stub import StubBackend, explanation_answer, reaction_answer, tags_answer
 from attest.backends.types import ChatResponse, Message
 
 Answer = str | Mapping[str, Any] | ChatResponse
@@ -92,3 +93,16 @@ class FakeBackend:
 
     def close(self) -> None:
         self.closed = True
+
+
+_SEED_ANSWERS = {"ItemTags": tags_answer, "Reaction": reaction_answer, "Explanation": explanation_answer}
+
+
+def _seed_answer(messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+    return _SEED_ANSWERS[str(schema.get("title"))](messages, schema)
+
+
+def seed_stub() -> StubBackend:
+    """The stub backend answering any of the app's three features (a test's convenience: the backend itself
+    takes one answerer, which the task or the feature supplies)."""
+    return StubBackend(answer=_seed_answer)

@@ -23,9 +23,11 @@ from attest.features import TAGS
 from attest.render import item_block
 from evals import tagging_eval
 from evals.corpus.cases import TaggingCase
+from evals.engine.chat import CachedChat
 from evals.engine.execute import RunSpec, execute
-from evals.engine.pipeline import CachedChat, load_cases
-from evals.store.local.cache import Identity, ResponseCache
+from evals.engine.pipeline import load_cases
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
 from evals.store.records import DirStore
 
 __all__ = ["corpus_ids", "record", "write_corpus"]

@@ -16,8 +16,7 @@ from evals import explanation_eval, reaction_eval, tagging_eval, tasks
 from evals.analysis import baselines
 from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
 from evals.corpus.words import content_words
-from evals.engine.pipeline import Task
-from evals.engine.task import Strategy
+from evals.engine.task import Strategy, Task
 
 TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
 
@@ -158,7 +157,7 @@ def test_a_task_without_strategies_has_no_trivial_baseline() -> None:
 
 
 def _stub_scores(task: Task[Any], cases: Sequence[Any]) -> dict[str, float]:
-    stub = StubBackend()
+    stub = StubBackend(answer=task.stub_answer)
     return {c.id: task.score_one(c, stub.chat_json(task.render(c), task.schema).text)["score"] for c in cases}
 
 

@@ -19,7 +19,9 @@ from typing import Any
 import diskcache
 import pytest
 
-from evals.store.local.cache import Entry, JSONDisk, ResponseCache
+from evals.store.keys import Entry
+from evals.store.local.cache import ResponseCache
+from evals.store.local.cache_db import JSONDisk
 
 ENTRY = Entry("answer", 0.1, 1, 2, "m", "d", 1.0)
 

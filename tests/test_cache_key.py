@@ -25,7 +25,8 @@ from attest.simulate import Reaction
 from evals import tagging_eval
 from evals.corpus.cases import TaggingCase
 from evals.engine.pipeline import plan
-from evals.store.local.cache import Entry, Identity, ResponseCache, request_key
+from evals.store.keys import Entry, Identity, request_key
+from evals.store.local.cache import ResponseCache
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIONS = {"temperature": 0.0, "seed": 42, "max_tokens": 400}
@@ -193,7 +194,7 @@ import json, sys
 from attest.features import ItemTags, tag_messages
 from attest.answers import schema_of
 from attest.backends.stub import StubBackend
-from evals.store.local.cache import Identity, request_key
+from evals.store.keys import Identity, request_key
 title, summary = json.loads(sys.argv[1])
 identity = Identity.of(StubBackend())
 print(json.dumps([request_key(identity, tag_messages(title, summary), schema_of(ItemTags), i) for i in range(3)]))

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from evals.store.local.cache import CacheError, Entry, LeaseTimeout, ResponseCache, resolve_lease_wait
+from evals.store.keys import Entry
+from evals.store.local.cache import LeaseTimeout, ResponseCache
+from evals.store.local.cache_db import CacheError
+from evals.store.settings import resolve_lease_wait
 
 KEY = "a" * 64
 LOCK = "lock:" + KEY

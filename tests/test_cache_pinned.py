@@ -9,12 +9,15 @@ version these tests ran against; raising the pin means rerunning them.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import diskcache
 
-from evals.store.local.cache import Entry, ResponseCache
+from evals.store.keys import Entry
+from evals.store.local.cache import ResponseCache
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = Entry("answer", 0.1, 1, None, "m", "d", 1.0)
@@ -57,5 +60,27 @@ def test_unlock_drops_leases_and_nothing_else(tmp_path: Path) -> None:
         cache._db.set("lock:" + "j" * 64, "1" * 32)
         assert cache.unlock() == 2
         assert cache.get("k" * 64) == ENTRY and cache._db.get("lock:" + "k" * 64) is None
+    finally:
+        cache.close()
+
+
+def test_the_unlock_command_drops_the_leases_a_lease_message_names(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    try:
+        cache.put("k" * 64, ENTRY)
+        cache._db.set("lock:" + "k" * 64, "0" * 32)
+    finally:
+        cache.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "evals.unlock", "--cache-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, f"dropped 1 lease(s) in {tmp_path}"), done.stderr
+    cache = ResponseCache(tmp_path)
+    try:
+        assert cache._db.get("lock:" + "k" * 64) is None and cache.get("k" * 64) == ENTRY
     finally:
         cache.close()

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from attest.backends.registry import KINDS, REGISTRY
-from attest.backends.stub import StubBackend
 from attest.cli import add_backend_options, main
 from attest.features import TAGS, ItemTags, tag_item
+from tests.fakes import seed_stub
 
 REPO = Path(__file__).resolve().parents[1]
 TITLE = "Pd-catalysed C-N coupling at room temperature"
@@ -34,7 +34,7 @@ ITEMS = [
 
 
 def _stub_tags(title: str, summary: str) -> list[str]:
-    return list(tag_item(title, summary, chat_json=StubBackend().chat_json).tags)
+    return list(tag_item(title, summary, chat_json=seed_stub().chat_json).tags)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -15,7 +15,7 @@ from attest.backends.types import Backend
 from attest.cli import build_parser, main
 from attest.explain import generate_explanation
 from attest.simulate import react_to_item
-from tests.fakes import FakeBackend, RecordingChat
+from tests.fakes import FakeBackend, RecordingChat, seed_stub
 
 PERSONA = "A synthetic chemist who develops palladium-catalysed coupling reactions."
 INTERESTS = "I read new cross-coupling reactions and catalysts, with substrate tables."
@@ -46,12 +46,12 @@ def _jsonl(path: Path, items: list[dict[str, object]]) -> Path:
 
 
 def _expected_react(item: dict[str, object]) -> dict[str, object]:
-    chat = StubBackend().chat_json
+    chat = seed_stub().chat_json
     return react_to_item(PERSONA, INTERESTS, str(item["title"]), str(item["summary"]), chat_json=chat).model_dump()
 
 
 def _expected_explain(item: dict[str, object]) -> dict[str, object]:
-    chat = StubBackend().chat_json
+    chat = seed_stub().chat_json
     return generate_explanation(INTERESTS, str(item["title"]), str(item["summary"]), chat_json=chat).model_dump()
 
 
@@ -197,7 +197,7 @@ def test_the_options_reach_the_settings(capsys: pytest.CaptureFixture[str]) -> N
 
     def factory(settings: Settings) -> Backend:
         seen.append(settings)
-        return StubBackend()
+        return StubBackend(settings.options, settings.stub_answer)  # the command supplies the tag answerer
 
     argv = ["tag", "--backend", "stub", "--model", "m1", "--retries", "5", "--timeout", "2.5", "A title", "A summary"]
     assert main(argv, backend_factory=factory) == 0

@@ -59,7 +59,7 @@ def test_the_gate_records_the_same_rule(tmp_path: Path) -> None:
     runs = _shipping_pair(tmp_path)
     _edit_manifest(runs.cache, runs.cand, options={"temperature": 0.8})
     store = DirStore(runs.cache / "runs")
-    x, decision = decide(store, load_run(store, runs.base), load_run(store, runs.cand), margin=0.0)
+    x, decision = decide(load_run(store, runs.base), load_run(store, runs.cand), margin=0.0)
     assert decision.verdict == x.verdict == "inconclusive" and x.confounded == ("model", "options")
 
 
@@ -188,7 +188,7 @@ def test_the_gate_and_the_recheck_decide_graded_runs_that_differ_in_m_cases(
     path.write_text(json.dumps(report), encoding="utf-8")
     store = DirStore(runs.cache / "runs")
     base, cand = load_run(store, runs.base), load_run(store, runs.cand)
-    x, decision = decide(store, base, cand, margin=0.0)
+    x, decision = decide(base, cand, margin=0.0)
     assert x.paired.regressed == changed and decision.verdict == "inconclusive"
     assert recheck(decision, base, cand)["now"] == "inconclusive"
     assert run_compare(capsys, runs.cache, runs.base, runs.cand).code == 3

@@ -22,8 +22,8 @@ import pytest
 from evals import explanation_eval, reaction_eval, rescore, tagging_eval
 from evals.analysis.pairing import load_run
 from evals.corpus.cases import TaggingCase
-from evals.store.models import decode
-from evals.store.records import Decision, DirStore
+from evals.store.models import Decision, decode
+from evals.store.records import DirStore
 from tests.recorded_runs import corpus_ids, record, write_corpus
 
 

@@ -54,7 +54,7 @@ def test_the_local_backends_threads_and_slots_are_in_its_cache_key(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from attest.backends.local import LocalBackend
-    from evals.store.local.cache import Identity, request_key
+    from evals.store.keys import Identity, request_key
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the gguf digest memo stays out of the user's cache
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from attest.backends.settings import Settings
 from attest.backends.stub import StubBackend
 from attest.backends.types import Backend
 from attest.cli import main
@@ -120,7 +121,10 @@ def test_the_attest_command_closes_its_backend(capsys: pytest.CaptureFixture[str
         def close(self) -> None:
             closed.append(True)
 
-    assert main(["tag", "A title", "A summary"], backend_factory=lambda settings: Closing()) == 0
+    def factory(settings: Settings) -> Closing:
+        return Closing(settings.options, settings.stub_answer)  # the command supplies its stub answerer
+
+    assert main(["tag", "A title", "A summary"], backend_factory=factory) == 0
     capsys.readouterr()
     assert closed == [True]
 

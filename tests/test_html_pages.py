@@ -104,7 +104,7 @@ def test_a_run_answering_as_the_stub_is_named_in_its_report_its_page_and_runs_sh
     from attest.backends.stub import StubBackend
     from tests.fakes import FakeBackend, RecordingChat
 
-    stub = StubBackend()
+    stub = StubBackend(answer=reaction_eval.TASK.stub_answer)
     backend = FakeBackend(RecordingChat(lambda m, s: stub.chat_json(m, s).text, model="copycat"))
     cache = tmp_path / "cache"
     assert runner.main(reaction_eval.TASK, ["--cache-dir", str(cache)], backend_factory=lambda _: backend) == 0

@@ -48,7 +48,7 @@ def test_runs_list_and_an_offline_eval_work_outside_a_checkout(tmp_path: Path) -
     git = ["git", "-C", str(outside), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
     subprocess.run([*git, "init", "-q"], check=True, timeout=30)  # someone else's repository, with a commit
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True, timeout=30)
-    probe = "import evals, evals.engine.provenance as p; print(evals.__file__, p.CHECKOUT)"
+    probe = "import evals, evals.corpus.paths as p; print(evals.__file__, p.CHECKOUT)"
     where = _python(site, outside, "-c", probe)
     assert where.stdout.split() == [str(site / "evals" / "__init__.py"), "None"], where.stderr
     cache = tmp_path / "x"
@@ -71,7 +71,7 @@ def test_outside_a_checkout_paths_are_relative_to_the_working_directory(
     monkeypatch.setattr(paths, "CHECKOUT", None)  # what an installed copy finds
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.json").write_text("[]", encoding="utf-8")
-    assert provenance.corpus_ref(tmp_path / "mine.json") == "mine.json"
-    assert provenance.resolve_corpus("mine.json") == tmp_path / "mine.json"
-    assert provenance.corpus_ref(REPO / "evals" / "tagging_cases.json") == str(REPO / "evals" / "tagging_cases.json")
+    assert paths.corpus_ref(tmp_path / "mine.json") == "mine.json"
+    assert paths.resolve_corpus("mine.json") == tmp_path / "mine.json"
+    assert paths.corpus_ref(REPO / "evals" / "tagging_cases.json") == str(REPO / "evals" / "tagging_cases.json")
     assert provenance.git_state() == (None, None)

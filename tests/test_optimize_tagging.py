@@ -29,16 +29,19 @@ from typing import Any
 
 import pytest
 
-from attest.backends.stub import StubBackend
+from attest.backends.stub import StubBackend, tags_answer
 from attest.backends.types import Backend, Message
 from attest.cli import main as attest_main
 from attest.features import TAGS, TagDemo, TagPrompt, item_block, load_tag_prompt, tag_messages
 from evals import compare as compare_cli
 from evals import tagging_eval
+from evals.cli import tagging_search
 from evals.corpus.cases import TaggingCase
-from evals.engine.pipeline import CachedChat, CacheOnlyChat, unsampled
-from evals.store.local.cache import Identity, ResponseCache
-from evals.store.records import Decision, DirStore
+from evals.engine.chat import CachedChat, CacheOnlyChat, unsampled
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
+from evals.store.models import Decision
+from evals.store.records import DirStore
 from tests.fakes import FakeBackend, RecordingChat
 
 REPO = Path(__file__).resolve().parents[1]
@@ -359,13 +362,13 @@ def test_the_adapter_sends_the_shipped_prompt_and_nothing_of_dspys(optimiser: Mo
 
 def test_the_budget_refuses_model_calls_beyond_it(optimiser: ModuleType, tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache")
-    budgeted = optimiser.BudgetedChat(CachedChat.from_backend(StubBackend(), cache), 2)
+    budgeted = tagging_search.BudgetedChat(CachedChat.from_backend(StubBackend(answer=tags_answer), cache), 2)
     schema = tagging_eval.TASK.schema
     requests = [tag_messages(f"Item {i}", "A catalysis paper.") for i in range(3)]
     try:
         first = budgeted(requests[0], schema, 0)
         budgeted(requests[1], schema, 0)
-        with pytest.raises(optimiser.BudgetExceeded, match="budget of 2 model calls is spent"):
+        with pytest.raises(tagging_search.BudgetExceeded, match="budget of 2 model calls is spent"):
             budgeted(requests[2], schema, 0)
         assert budgeted(requests[0], schema, 0) == first  # a cached answer costs nothing
     finally:

@@ -23,9 +23,12 @@ from attest.simulate import reaction_messages
 from evals import explanation_eval, reaction_eval, tagging_eval
 from evals.cli import runner
 from evals.corpus.read import split_sha256
-from evals.engine.pipeline import CachedChat, GenerateStats, Planned, generate, plan, score_planned, unsampled
-from evals.store.local.cache import Identity, ResponseCache, canonical_json
-from tests.fakes import RecordingChat
+from evals.engine.chat import CachedChat, unsampled
+from evals.engine.pipeline import GenerateStats, Planned, generate, plan, score_planned
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
+from evals.store.local.cache_db import canonical_json
+from tests.fakes import RecordingChat, seed_stub
 
 MODULES: dict[str, ModuleType] = {"tagging": tagging_eval, "reaction": reaction_eval, "explanation": explanation_eval}
 MUTATED = "MUTATED SYSTEM PROMPT: answer in JSON, and nothing else."
@@ -33,7 +36,7 @@ TEXT = Callable[[Sequence[Message], Mapping[str, Any]], str]
 
 
 def _stub_text(messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
-    return StubBackend().chat_json(messages, schema).text
+    return seed_stub().chat_json(messages, schema).text
 
 
 class FakeBackend:
@@ -401,13 +404,13 @@ def test_sampling_requests_draw_each_case_from_its_own_seed(
 
 
 def test_only_sampling_requests_carry_the_seeding_rule_in_their_key() -> None:
-    from evals.store.local.cache import SEEDING, request_key
+    from evals.store.keys import SEEDING, request_key
 
     messages = [{"role": "user", "content": "x"}]
     greedy = Identity("fake", "m", "d", {"temperature": 0.0, "seed": 1})
     sampling = Identity("fake", "m", "d", {"temperature": 0.8, "seed": 1})
     plain = {"backend": "fake", "model": "m", "digest": "d", "messages": messages, "schema": {}, "sample": 0}
-    from evals.store.local.cache import canonical_json
+    from evals.store.local.cache_db import canonical_json
 
     def sha(payload: dict[str, object]) -> str:
         import hashlib

@@ -14,7 +14,7 @@ import pytest
 
 from evals import rescore, tasks
 from evals.cli import runner
-from evals.engine.pipeline import Task
+from evals.engine.task import Task
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.usefixtures("local_servers")]
 

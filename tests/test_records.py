@@ -20,19 +20,10 @@ from pydantic import BaseModel
 
 from attest.features import TagPrompt
 from evals import tagging_eval
+from evals.corpus import paths
 from evals.engine import provenance
-from evals.store.models import RecordError
-from evals.store.records import (
-    Decision,
-    DirStore,
-    Manifest,
-    MemoryStore,
-    Provenance,
-    Report,
-    RunError,
-    SampleRef,
-    write_atomic,
-)
+from evals.store.models import Decision, Manifest, Provenance, RecordError, Report, SampleRef
+from evals.store.records import DirStore, MemoryStore, RunError, write_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "20260101T000000-tagging-0a1b2c3d"
@@ -420,12 +411,12 @@ def test_git_state_commit_dirty_and_outside_a_checkout(tmp_path: Path) -> None:
 
 
 def test_corpus_path_is_recorded_relative_and_read_back_against_a_root(tmp_path: Path) -> None:
-    assert provenance.corpus_ref(REPO / "evals" / "tagging_cases.json", REPO) == "evals/tagging_cases.json"
+    assert paths.corpus_ref(REPO / "evals" / "tagging_cases.json", REPO) == "evals/tagging_cases.json"
     elsewhere = tmp_path / "cases.json"
-    assert provenance.corpus_ref(elsewhere, REPO) == str(elsewhere.resolve())
+    assert paths.corpus_ref(elsewhere, REPO) == str(elsewhere.resolve())
     clone = tmp_path / "clone"
-    assert provenance.resolve_corpus("evals/tagging_cases.json", clone) == clone / "evals" / "tagging_cases.json"
-    assert provenance.resolve_corpus(str(elsewhere), clone) == elsewhere
+    assert paths.resolve_corpus("evals/tagging_cases.json", clone) == clone / "evals" / "tagging_cases.json"
+    assert paths.resolve_corpus(str(elsewhere), clone) == elsewhere
 
 
 def test_provenance_is_strict() -> None:

@@ -17,11 +17,14 @@ import pytest
 from attest.backends.types import ChatResponse, Message
 from evals import reaction_eval, tasks
 from evals.analysis import power, stats, uncertainty
+from evals.analysis.annotate import annotate, inputs_sha256
 from evals.analysis.uncertainty import ASSUMES
 from evals.cli import runner
+from evals.engine.chat import CachedChat, MemoryCache, unsampled
 from evals.engine.execute import IN_PROCESS, RunOutcome, RunSpec, execute
-from evals.engine.pipeline import CachedChat, MemoryCache, Task, load_cases, unsampled
-from evals.render.report import annotate, inputs_sha256, print_report
+from evals.engine.pipeline import load_cases
+from evals.engine.task import Task
+from evals.render.report import print_report
 from evals.store.records import MemoryStore
 from tests.fakes import FakeBackend, RecordingChat
 
@@ -320,8 +323,8 @@ def test_answers_identical_to_the_stubs_are_named(tmp_path: Path, capsys: pytest
     from attest.backends.stub import StubBackend
 
     corpus = _corpus(tmp_path, "tagging", _raw("tagging")[:8])
-    stub = StubBackend()
     task = TASKS["tagging"]
+    stub = StubBackend(answer=task.stub_answer)
     backend = _fake(task, corpus, lambda case, asked: stub.chat_json(task.render(case), task.schema).text)
     out, _ = _run("tagging", tmp_path, capsys, "--corpus", str(corpus), backend=backend)
     assert "  WARNING         8 of 8 answers (100%) are identical to the stub backend's (keyword overlap)" in out
@@ -359,6 +362,20 @@ def test_a_reused_block_is_the_block_computed_afresh_and_a_changed_answer_is_rec
     wrong = _outcome(task, cases, lambda c: "no", store)
     assert inputs_sha256(wrong) != inputs_sha256(right)
     assert annotate(wrong, store).report.uncertainty["score"]["mean"] == 0.0
+
+
+def test_the_block_is_keyed_by_the_baselines_answers_not_by_source_files() -> None:
+    task = reaction_eval.TASK
+    cases = [c for c in reaction_eval.load_cases() if c.split == "dev"][:10]
+    right = _outcome(task, cases, lambda c: _right_reaction(c, 0), MemoryStore())
+    other_stub = dataclasses.replace(
+        task, stub_answer=lambda m, s: {"verdict": False, "confidence": 1, "reasoning": "x"}
+    )
+    stub_changed = dataclasses.replace(right, spec=dataclasses.replace(right.spec, task=other_stub))
+    assert inputs_sha256(stub_changed) != inputs_sha256(right)  # the stub baseline's answers are an input
+    fewer = dataclasses.replace(task, strategies=lambda cs: task.strategies(cs)[:1])
+    strategies_changed = dataclasses.replace(right, spec=dataclasses.replace(right.spec, task=fewer))
+    assert inputs_sha256(strategies_changed) != inputs_sha256(right)  # so are the trivial strategies' answers
 
 
 def test_an_outcome_without_its_cases_prints_the_plain_mean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,8 +19,9 @@ import pytest
 
 from evals import reaction_eval, rescore, tagging_eval, tasks
 from evals.cli import runner
-from evals.engine.pipeline import Task, load_cases
-from evals.store.local.cache import JSONDisk
+from evals.engine.pipeline import load_cases
+from evals.engine.task import Task
+from evals.store.local.cache_db import JSONDisk
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy

@@ -24,12 +24,13 @@ from evals import reaction_eval, rescore, runs, tagging_eval, tasks
 from evals.cli import runner
 from evals.corpus.cases import TaggingCase
 from evals.engine import provenance
-from evals.engine.execute import Prompts
-from evals.engine.pipeline import Task, corpus_digests, load_cases
+from evals.engine.pipeline import corpus_digests, load_cases
+from evals.engine.task import Task
 from evals.store import refs
 from evals.store.local import run_index
 from evals.store.local.cache import ResponseCache
-from evals.store.records import DirStore, Manifest
+from evals.store.models import Manifest, Prompts
+from evals.store.records import DirStore
 from tests.test_records import hold_in_another_process
 
 REPO = Path(__file__).resolve().parents[1]

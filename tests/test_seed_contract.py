@@ -442,8 +442,8 @@ def test_the_evals_render_through_the_public_renderers() -> None:
         pytest.param("src/attest/explain.py", "def explanation_messages(", "def _explanation_messages(", id="private"),
         pytest.param(
             "src/attest/simulate.py",
-            "return ask(reaction_messages(persona, interests, title, summary), Reaction, chat_json)",
-            'return ask([{"role": "user", "content": title}], Reaction, chat_json)',
+            "return ask(reaction_messages(persona, interests, title, summary), Reaction, chat_json, stub_answer=",
+            'return ask([{"role": "user", "content": title}], Reaction, chat_json, stub_answer=',
             id="production-bypasses-it",
         ),
         pytest.param(

@@ -13,7 +13,6 @@ import pytest
 
 from attest import feed
 from attest.answers import ModelOutputError, parse_answer, schema_of
-from attest.backends.stub import StubBackend
 from attest.backends.types import Message
 from attest.chat import default_chat_json
 from attest.explain import EXPLANATION_SYSTEM_PROMPT, REFUSAL, Explanation, explanation_messages, generate_explanation
@@ -30,7 +29,7 @@ from attest.features import (
 )
 from attest.render import item_block
 from attest.simulate import REACTION_SYSTEM_PROMPT, Reaction, react_to_item, reaction_messages
-from tests.fakes import RecordingChat, Sent
+from tests.fakes import RecordingChat, Sent, seed_stub
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "examples" / "flows" / "corpus"
@@ -111,7 +110,7 @@ def test_rendering_does_not_touch_its_inputs() -> None:
     tag_messages(TITLE, SUMMARY, prompt)
     assert prompt.model_dump() == before
     items = list(ITEMS)
-    feed.simulate_ratings(CHEMIST, items, chat_json=StubBackend().chat_json)
+    feed.simulate_ratings(CHEMIST, items, chat_json=seed_stub().chat_json)
     assert items == ITEMS
 
 
@@ -219,7 +218,7 @@ def test_an_answer_that_fails_the_schema_raises_model_output_error(
 def test_without_chat_json_the_production_backend_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     default_chat_json.cache_clear()
     monkeypatch.setenv("ATTEST_BACKEND", "stub")
-    expected = parse_answer(StubBackend().chat_json(tag_messages(TITLE, SUMMARY), schema_of(ItemTags)).text, ItemTags)
+    expected = parse_answer(seed_stub().chat_json(tag_messages(TITLE, SUMMARY), schema_of(ItemTags)).text, ItemTags)
     try:
         assert tag_item(TITLE, SUMMARY) == expected
     finally:
@@ -371,7 +370,7 @@ def _fixture(name: str) -> list[dict[str, str]]:
 
 
 def test_stub_answers_every_fixture_item_with_schema_valid_json() -> None:
-    chat = StubBackend().chat_json
+    chat = seed_stub().chat_json
     items, personas = _fixture("items.json"), _fixture("personas.json")
     for item in items:
         assert 1 <= len(tag_item(item["title"], item["summary"], chat_json=chat).tags) <= 4
@@ -386,7 +385,7 @@ def test_stub_stays_schema_valid_for_a_long_title() -> None:
         "cross-coupling conditions for the amination of heteroaryl chlorides bearing unprotected N-H groups, "
         "with automated high-throughput screening, kinetic profiling and an open dataset of 11,520 reactions"
     )
-    chat = StubBackend().chat_json
+    chat = seed_stub().chat_json
     react_to_item(PERSONA, INTERESTS, title, SUMMARY, chat_json=chat)
     generate_explanation(INTERESTS, title, SUMMARY, chat_json=chat)
     tag_item(title, SUMMARY, chat_json=chat)
@@ -398,12 +397,12 @@ def test_stub_is_deterministic() -> None:
         (reaction_messages(PERSONA, INTERESTS, TITLE, SUMMARY), schema_of(Reaction)),
         (explanation_messages(INTERESTS, TITLE, SUMMARY), schema_of(Explanation)),
     ]
-    first = [StubBackend().chat_json(m, s).text for m, s in requests]
-    second = [StubBackend().chat_json(m, s).text for m, s in requests]
+    first = [seed_stub().chat_json(m, s).text for m, s in requests]
+    second = [seed_stub().chat_json(m, s).text for m, s in requests]
     assert first == second
 
 
 def test_stub_refuses_when_no_interest_matches() -> None:
-    chat = StubBackend().chat_json
+    chat = seed_stub().chat_json
     interests = "I follow reinforcement learning for robot locomotion."
     assert generate_explanation(interests, TITLE, SUMMARY, chat_json=chat).text == REFUSAL

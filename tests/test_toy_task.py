@@ -2,14 +2,14 @@
 
 The toy task (does the reader's interest appear in the item? answer in a sentence or refuse)
 is written into a temporary directory, imported from there and registered; then generate
-(stub backend), score, report, rescore, compare and corpus-check run on it through the
-real entry points, in process, and no file of the project changes. The last test fails if
-any module outside the task modules and the registry names a task.
+(stub backend, through the toy's own stub answerer), score, report, rescore, compare and
+corpus-check run on it through the real entry points, in process, and no file of the
+project changes. The same task as an installed package, found through the `attest.tasks`
+entry points: tests/test_task_plugin.py.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
 import sys
@@ -29,6 +29,7 @@ TOY_MODULE = '''
 """The toy task: refuse when the reader's interest is not in the item, else say it in a sentence."""
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +38,7 @@ from pydantic import BaseModel, ConfigDict
 
 from attest.vocab import REFUSAL
 from evals.engine.scoring import parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, Strategy, Task
+from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, Strategy, Task
 
 
 class ToyCase(BaseModel):
@@ -72,6 +73,13 @@ def score_one(case: ToyCase, out: str) -> dict[str, Any]:
     return {"id": case.id, "score": float(right), "errors": [] if right else ["wrong refusal"], "refused": refused}
 
 
+def stub_answer(messages, schema):
+    fields = dict(re.findall(r"^(Interests|Title): (.*)$", messages[-1]["content"], re.M))
+    interests, title = fields["Interests"], fields["Title"]
+    topic = interests.split()[0]
+    return {"text": f"It is about {topic}."} if topic in title.lower() else {"text": REFUSAL}
+
+
 def strategies(cases: Sequence[ToyCase]) -> list[Strategy[ToyCase]]:
     return [Strategy.constant(json.dumps({"text": REFUSAL}), "always refuse (toy)")]
 
@@ -91,8 +99,11 @@ TASK = Task(
     score_one,
     strategies=strategies,
     interval="wilson",
-    dspy_fields=(("interests", "title", "summary"), ("refuse",)),
-    to_dspy_example=lambda case: {"interests": case.interests, "refuse": case.refuse, "case": case},
+    stub_answer=stub_answer,
+    dspy=DspyAdapter(
+        (("interests", "title", "summary"), ("refuse",)),
+        lambda case: {"interests": case.interests, "refuse": case.refuse, "case": case},
+    ),
     checks=CorpusChecks(("refuse",), lambda cases: [str(sum(c.refuse for c in cases))], rules),
 )
 '''
@@ -177,42 +188,3 @@ def test_a_toy_task_runs_through_every_command_line(
 def test_an_unknown_task_names_the_known_ones(toy: Any) -> None:
     with pytest.raises(tasks.UnknownTaskError, match=r"unknown task 'nope': the known tasks are .*toy"):
         tasks.get("nope")
-
-
-# --- no generic module names a task -----------------------------------------------------------------
-
-
-def _task_modules() -> set[Path]:
-    return {EVALS / "tasks.py", *EVALS.glob("*_eval.py")}
-
-
-def named_tasks(path: Path, names: set[str]) -> list[str]:
-    """Each string constant of `path` (f-string parts included) that is a task name, with its line."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [
-        f"{path.relative_to(path.parents[1]) if path.is_relative_to(REPO) else path.name}:{node.lineno}: {node.value!r}"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
-    ]
-
-
-def generic_modules(root: Path = EVALS) -> list[Path]:
-    skip = _task_modules()
-    return [p for p in sorted(root.rglob("*.py")) if p not in skip and p.name not in ("optimize_tagging.py",)]
-
-
-def test_no_generic_module_names_a_task(toy: Any) -> None:
-    """Outside the task modules and the registry (and the tagging optimiser, a command of that one task)."""
-    names = set(tasks.names())
-    assert {"toy", "tagging", "reaction", "explanation"} <= names
-    found = [hit for path in generic_modules() for hit in named_tasks(path, names)]
-    assert found == []
-
-
-def test_the_task_name_scan_finds_a_planted_name(tmp_path: Path) -> None:
-    planted = tmp_path / "evals" / "analysis" / "bad.py"
-    planted.parent.mkdir(parents=True)
-    planted.write_text('def f(task):\n    return task.name == "reaction"\n', encoding="utf-8")
-    assert [hit for p in generic_modules(tmp_path / "evals") for hit in named_tasks(p, {"reaction"})] == [
-        "bad.py:2: 'reaction'"
-    ]

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from attest.backends.stub import StubBackend
-from evals.corpus.cases import AnyCase
+from evals.corpus.cases import Case
+from evals.engine.chat import unsampled
 from evals.engine.execute import evaluate
-from evals.engine.pipeline import Task, unsampled
-from evals.engine.task import Strategy
+from evals.engine.task import Strategy, Task
 
 __all__ = ["Baseline", "baselines", "best_strategy", "stub", "trivial"]
 
@@ -37,14 +37,17 @@ class Baseline:
     scores: dict[str, float]
 
 
-def stub(task: Task[Any], cases: Sequence[AnyCase]) -> Baseline:
-    """The stub backend's score on `cases`: the production renderer, the task's scorer, in memory."""
-    backend = StubBackend()
+def stub(task: Task[Any], cases: Sequence[Case]) -> Baseline | None:
+    """The stub backend's score on `cases`: the production renderer, the task's scorer, in memory (None: the
+    task has no stub answerer)."""
+    if task.stub_answer is None:
+        return None
+    backend = StubBackend(answer=task.stub_answer)
     result = evaluate(task, unsampled(backend.chat_json), cases)
     return Baseline("stub", f"the stub backend, {backend.model}: keyword overlap of reader and item", result.by_case())
 
 
-def best_strategy(task: Task[Any], cases: Sequence[AnyCase], options: Sequence[Strategy[Any]]) -> Baseline:
+def best_strategy(task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[Any]]) -> Baseline:
     """The strategy whose answers score best on `cases` by `task.score_one` (the first on a tie)."""
     if not options or not cases:
         raise ValueError("best_strategy needs at least one strategy and one case")
@@ -54,13 +57,13 @@ def best_strategy(task: Task[Any], cases: Sequence[AnyCase], options: Sequence[S
     return Baseline("trivial", f"{best.describe}{also}", scores)
 
 
-def trivial(task: Task[Any], cases: Sequence[AnyCase]) -> Baseline | None:
+def trivial(task: Task[Any], cases: Sequence[Case]) -> Baseline | None:
     """The best cheap strategy's score on `cases`, or None when the task lists none."""
     options = task.strategies(cases) if cases else []
     return best_strategy(task, cases, options) if options else None
 
 
-def baselines(task: Task[Any], cases: Sequence[AnyCase]) -> list[Baseline]:
+def baselines(task: Task[Any], cases: Sequence[Case]) -> list[Baseline]:
     """The stub's and the trivial baseline's scores on exactly `cases`."""
     found = [stub(task, cases), trivial(task, cases)]
     return [b for b in found if b is not None]

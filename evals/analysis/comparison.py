@@ -26,7 +26,6 @@ from evals.analysis.stats import LEVEL, Estimate, Verdict, is_binary, mean_estim
 __all__ = [
     "EXIT_CODES",
     "CaseChange",
-    "Change",
     "Comparison",
     "ComparisonError",
     "FamilyRow",

@@ -22,7 +22,8 @@ from attest.files import read_text_bounded
 from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
 from evals.analysis.paired import verdict_decimals
 from evals.corpus.paths import resolve_corpus
-from evals.store.records import Decision, Manifest, Prompts, Report, RunStore
+from evals.store.models import Decision, Manifest, Prompts, Report
+from evals.store.protocols import Runs
 
 _MAX_CORPUS_BYTES = 5 << 20  # evals.corpus.read's cap (not imported: the corpus layer costs start-up here)
 
@@ -44,7 +45,7 @@ class Run:
         return self.manifest.run_id
 
 
-def load_run(store: RunStore, run_id: str) -> Run:
+def load_run(store: Runs, run_id: str) -> Run:
     """The run's records; a run without a report (never completed) is refused in one line."""
     manifest = store.manifest(run_id)
     report = store.report(run_id)
@@ -57,7 +58,7 @@ def load_run(store: RunStore, run_id: str) -> Run:
     return Run(manifest, report, _prompts(store, run_id, manifest))
 
 
-def _prompts(store: RunStore, run_id: str, manifest: Manifest) -> tuple[str, ...]:
+def _prompts(store: Runs, run_id: str, manifest: Manifest) -> tuple[str, ...]:
     """The run's system prompt texts in the manifest's order; () when prompts.json is absent."""
     if not store.exists(run_id, "prompts"):
         return ()
@@ -158,8 +159,9 @@ def _provenance(m: Manifest) -> dict[str, object]:
     }
 
 
-def decide(store: RunStore, base: Run, cand: Run, *, margin: float) -> tuple[Comparison, Decision]:
-    """A gate: the paired verdict of `cand` against `base`, recorded beside the candidate run as `decision`.
+def decide(base: Run, cand: Run, *, margin: float) -> tuple[Comparison, Decision]:
+    """A gate: the paired verdict of `cand` against `base`, as the `decision` record to keep beside the
+    candidate run (its caller saves it: analysis writes to no store).
 
     The same rule as `compare`: a confounded pair, or a prompt change on the stub, is inconclusive.
     """
@@ -176,7 +178,6 @@ def decide(store: RunStore, base: Run, cand: Run, *, margin: float) -> tuple[Com
         n=x.n,
         decided_at=time.time(),
     )
-    store.save(cand.run_id, "decision", decision)
     return x, decision
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from evals.analysis import paired, stats
 from evals.analysis.baselines import Baseline
 from evals.analysis.power import Detectable, minimum_detectable_effect
-from evals.corpus.cases import AnyCase
+from evals.corpus.cases import Case
 from evals.engine.pipeline import CaseResult
 from evals.engine.task import Task
 
@@ -108,7 +108,7 @@ def _baseline_row(baseline: Baseline, ids: Sequence[str], model: Sequence[float]
 
 
 def family_rows(
-    cases: Sequence[AnyCase], means: Mapping[str, float], baselines: Sequence[Baseline] = (), method: str = BOOTSTRAP
+    cases: Sequence[Case], means: Mapping[str, float], baselines: Sequence[Baseline] = (), method: str = BOOTSTRAP
 ) -> list[dict[str, Any]]:
     """One row per family of the scored cases, by name: n, mean and interval, and each baseline's mean."""
     members: dict[str, list[str]] = {}
@@ -172,7 +172,7 @@ def verdicts(labels: Mapping[str, bool], results: Sequence[CaseResult]) -> dict[
 
 def block(
     task: Task[Any],
-    cases: Sequence[AnyCase],
+    cases: Sequence[Case],
     results: Sequence[CaseResult],
     baselines: Sequence[Baseline] = (),
     repeat: int = 1,

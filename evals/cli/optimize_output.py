@@ -17,8 +17,9 @@ from evals.analysis.comparison import Comparison
 from evals.cli.tagging_search import BASELINE, Search
 from evals.engine.execute import RunOutcome
 from evals.engine.pipeline import EvalResult
-from evals.store.local.cache import Identity
-from evals.store.records import Decision, new_run_id, write_atomic
+from evals.store.keys import Identity
+from evals.store.models import Decision
+from evals.store.records import new_run_id, write_atomic
 from evals.tagging_eval import TASK
 
 __all__ = [

@@ -24,15 +24,18 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
+from evals.analysis.annotate import annotate, degenerate_warnings, stub_answers
+from evals.engine.chat import CachedChat
 from evals.engine.execute import RunOutcome, RunSpec, execute
-from evals.engine.pipeline import CachedChat, Task, load_cases
+from evals.engine.pipeline import load_cases
 from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
+from evals.engine.task import Task
 from evals.render.page_run import Texts, answer_texts
-from evals.render.report import annotate, degenerate_warnings, print_report, write_run_page
+from evals.render.report import print_report, write_run_page
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
-from evals.store.records import DirStore, RunStore
+from evals.store.protocols import Runs
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
@@ -48,9 +51,9 @@ def _unit_float(text: str) -> float:
     return value
 
 
-def _parser(task: Task[Any]) -> argparse.ArgumentParser:
+def _parser(task: Task[Any], prog: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
-        prog=f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
+        prog=prog or f"run_{task.name}_eval.py", description=f"Generate (cached) and score the {task.name} eval."
     )
     parser.add_argument("--split", choices=("train", "dev", "all"), default="dev", help="which cases (default dev)")
     parser.add_argument(
@@ -88,8 +91,15 @@ def _parser(task: Task[Any]) -> argparse.ArgumentParser:
     return parser
 
 
-def main(task: Task[Any], argv: Sequence[str] | None = None, *, backend_factory: BackendFactory = make_backend) -> int:
-    parser = _parser(task)
+def main(
+    task: Task[Any],
+    argv: Sequence[str] | None = None,
+    *,
+    backend_factory: BackendFactory = make_backend,
+    prog: str | None = None,
+) -> int:
+    """Generate (cached) and score `task` as its options say; `prog` names the command in usage lines."""
+    parser = _parser(task, prog)
     args = parser.parse_args(argv)
     if args.offline and args.backend not in (None, "stub"):
         parser.error(f"--offline runs the stub backend; it contradicts --backend {args.backend}")
@@ -134,7 +144,7 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
-        backend = backend_factory(settings_from(args))
+        backend = backend_factory(dataclasses.replace(settings_from(args), stub_answer=task.stub_answer))
         try:
             only = tuple(dict.fromkeys(args.case))
             spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)
@@ -171,23 +181,22 @@ def _default_concurrency(backend: Backend) -> int:
     return DEFAULT_CONCURRENCY.get(backend.kind, 1)
 
 
-def _show(
-    outcome: RunOutcome, args: argparse.Namespace, store: RunStore, warnings: Sequence[str], texts: Texts
-) -> None:
+def _show(outcome: RunOutcome, args: argparse.Namespace, store: Runs, warnings: Sequence[str], texts: Texts) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    outcome = annotate(outcome, store)
+    stub = stub_answers(outcome)  # once, for the block's key and the degenerate-answer check
+    outcome = annotate(outcome, store, stub=stub)
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
-    degenerate = degenerate_warnings(outcome, texts)
+    degenerate = degenerate_warnings(outcome, texts, stub=stub)
+    page_dir = store.page_dir(outcome.run_id)
     if args.json:
         print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
-        where = store.run_dir(outcome.run_id) if isinstance(store, DirStore) else str(getattr(store, "where", ""))
-        print_report(outcome, where, worst=args.worst, degenerate=degenerate)
-    if not isinstance(store, DirStore):  # a team's store: the page is written on demand (`runs show ID --html FILE`)
+        print_report(outcome, page_dir or store.where, worst=args.worst, degenerate=degenerate)
+    if page_dir is None:  # a team's store: the page is written on demand (`runs show ID --html FILE`)
         return
     try:
-        page = write_run_page(outcome, store, texts, degenerate)  # after the report, from the records
+        page = write_run_page(outcome, store, page_dir, texts, degenerate)  # after the report, from the records
     except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing
         print(f"warning: report.html not written ({exc}); `runs show ID --html FILE` retries", file=sys.stderr)
         return

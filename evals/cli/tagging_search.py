@@ -22,12 +22,13 @@ from attest.backends.types import BackendError, ChatResponse, Message
 from attest.errors import AttestError
 from attest.features import DEFAULT_TAG_INSTRUCTIONS, ItemTags, TagDemo, TagPrompt, tag_messages
 from evals.corpus.cases import TaggingCase
+from evals.engine.chat import CachedChat, SampleChat
 from evals.engine.execute import RunOutcome, RunSpec, execute, with_render
 from evals.engine.execute import evaluate as execute_evaluate
-from evals.engine.pipeline import CachedChat, EvalResult, SampleChat
+from evals.engine.pipeline import EvalResult
 from evals.engine.progress import stderr_progress
-from evals.store.local.cache import request_key
-from evals.store.records import RunStore
+from evals.store.keys import request_key
+from evals.store.protocols import Runs
 from evals.tagging_eval import TASK, load_cases, score_one
 
 __all__ = [
@@ -158,7 +159,7 @@ def prompt_task(prompt: TagPrompt) -> Any:
 
 def run_prompt(
     chat: CachedChat,
-    store: RunStore,
+    store: Runs,
     cases: Sequence[TaggingCase],
     prompt: TagPrompt,
     label: str,

@@ -20,6 +20,7 @@ __all__ = [
     "SPLITS",
     "TAGGING_FAMILIES",
     "AnyCase",
+    "Case",
     "CaseId",
     "ExplanationCase",
     "ExplanationFamily",
@@ -57,22 +58,25 @@ REACTION_FAMILIES: tuple[ReactionFamily, ...] = get_args(ReactionFamily)
 EXPLANATION_FAMILIES: tuple[ExplanationFamily, ...] = get_args(ExplanationFamily)
 
 
-class _Case(BaseModel):
+class Case(BaseModel):
+    """What every task's case has (a task's case model derives it and narrows `family` to its families)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: CaseId
     split: Split
     note: NonEmpty
+    family: NonEmpty
 
 
-class TaggingCase(_Case):
+class TaggingCase(Case):
     family: TaggingFamily
     title: NonEmpty
     summary: NonEmpty
     tags: Annotated[list[Tag], Field(min_length=1, max_length=4)]
 
 
-class ReactionCase(_Case):
+class ReactionCase(Case):
     family: ReactionFamily
     persona: NonEmpty
     interests: NonEmpty
@@ -81,7 +85,7 @@ class ReactionCase(_Case):
     verdict: bool
 
 
-class ExplanationCase(_Case):
+class ExplanationCase(Case):
     family: ExplanationFamily
     interests: NonEmpty
     title: NonEmpty

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from attest.features import TAGS
-from evals.corpus.cases import REACTION_FAMILIES, SPLITS, AnyCase, ExplanationCase, ReactionCase, TaggingCase
+from evals.corpus.cases import REACTION_FAMILIES, SPLITS, Case, ExplanationCase, ReactionCase, TaggingCase
 from evals.corpus.words import mentions_a_form
 
 __all__ = ["explanation_rules", "in_split", "reaction_rules", "tagging_rules"]
 
-C = TypeVar("C", bound=AnyCase)
+C = TypeVar("C", bound=Case)
 
 # The design note's family rules, checked by id prefix as the note names them (adjacent-*, bait-*, terse-*)
 # as well as by the family field: adjacent and bait are false and dev-only, terse true, crossover labelled
@@ -76,7 +76,7 @@ def in_split(cases: Sequence[C], split: str) -> list[C]:
     return [case for case in cases if case.split == split]
 
 
-def _splits_present(path: Path, cases: Sequence[AnyCase]) -> Iterator[str]:
+def _splits_present(path: Path, cases: Sequence[Case]) -> Iterator[str]:
     for split in SPLITS:
         if not in_split(cases, split):
             yield f"{path}: field 'split': no case in '{split}'; put some cases in {split}"
@@ -92,7 +92,7 @@ def _both_classes(path: Path, cases: Sequence[C], field: str, value: Callable[[C
                 )
 
 
-def _duplicate_inputs(path: Path, cases: Sequence[AnyCase], fields: tuple[str, ...]) -> Iterator[str]:
+def _duplicate_inputs(path: Path, cases: Sequence[Case], fields: tuple[str, ...]) -> Iterator[str]:
     seen: dict[tuple[str, ...], str] = {}
     for case in cases:
         key = tuple(" ".join(str(getattr(case, name)).casefold().split()) for name in fields)

@@ -20,7 +20,7 @@ from evals.corpus.cases import (
     EXPLANATION_FAMILIES,
     REACTION_FAMILIES,
     TAGGING_FAMILIES,
-    AnyCase,
+    Case,
     ExplanationCase,
     ReactionCase,
     TaggingCase,
@@ -88,7 +88,7 @@ def explanation_targets(path: Path, cases: Sequence[ExplanationCase], targets: T
         )
 
 
-def _sizes(path: Path, cases: Sequence[AnyCase], wanted: tuple[int, int]) -> Iterator[str]:
+def _sizes(path: Path, cases: Sequence[Case], wanted: tuple[int, int]) -> Iterator[str]:
     total, dev = len(cases), sum(1 for case in cases if case.split == "dev")
     if total < wanted[0]:
         yield f"{path}: field 'id': {total} cases, below the target of {wanted[0]}; add {wanted[0] - total}"
@@ -96,7 +96,7 @@ def _sizes(path: Path, cases: Sequence[AnyCase], wanted: tuple[int, int]) -> Ite
         yield f"{path}: field 'split': {dev} dev cases, below the target of {wanted[1]}; add {wanted[1] - dev} to dev"
 
 
-def _families_in_dev(path: Path, cases: Sequence[AnyCase], families: Sequence[str]) -> Iterator[str]:
+def _families_in_dev(path: Path, cases: Sequence[Case], families: Sequence[str]) -> Iterator[str]:
     present = {case.family for case in cases if case.split == "dev"}
     for family in families:
         if family not in present:

@@ -1,6 +1,6 @@
 """The answers side of the pipeline: where a sample's answer comes from.
 
-`CachedChat` answers from a cache (`AnswerCache`, evals.store.protocols.Answers: the disk
+`CachedChat` answers from a cache (evals.store.protocols.Answers: the disk
 `ResponseCache`, a team's PostgreSQL store, or the in-memory `MemoryCache`) and asks the
 model only on a miss; `CacheOnlyChat` is the score stage's client, which raises on any miss; `unsampled` adapts a plain
 `chat_json` (a backend, a test's fake) to the `SampleChat` the loop calls.
@@ -18,7 +18,6 @@ from evals.store.keys import Entry, Identity, request_key, request_seed, this_wo
 from evals.store.protocols import Answers
 
 __all__ = [
-    "AnswerCache",
     "CacheOnlyChat",
     "CachedChat",
     "MemoryCache",
@@ -38,15 +37,31 @@ class MissingSampleError(AttestError):
     """The score stage needed a sample that is not in the cache."""
 
 
-AnswerCache = Answers  # what the pipeline needs of a store
-
-
 class MemoryCache:
-    """An AnswerCache in a dict: for in-process evaluation (`evaluate`) and tests."""
+    """Answers in a dict: for in-process evaluation (`evaluate`) and tests."""
+
+    where = "memory"
 
     def __init__(self) -> None:
         self.entries: dict[str, Entry] = {}
         self.warnings: list[str] = []
+
+    def keys(self) -> Iterator[str]:
+        return iter(list(self.entries))
+
+    def unlock(self) -> int:
+        return 0
+
+    def collect(self, keep: set[str], *, before: float, dry_run: bool = True) -> tuple[int, int]:
+        gone = [k for k, e in self.entries.items() if k not in keep and e.created < before]
+        size = sum(len(self.entries[k].text.encode("utf-8")) for k in gone)
+        if not dry_run:
+            for key in gone:
+                del self.entries[key]
+        return len(gone), size
+
+    def close(self) -> None:
+        pass
 
     def get(self, key: str) -> Entry | None:
         return self.entries.get(key)
@@ -69,7 +84,7 @@ class CachedChat:
     such as a test's fake; the sample index is passed on, so repeats can be sampled.
     """
 
-    def __init__(self, ask: SampleChat, cache: AnswerCache, identity: Identity, *, server: str = "") -> None:
+    def __init__(self, ask: SampleChat, cache: Answers, identity: Identity, *, server: str = "") -> None:
         self.ask = ask
         self.cache = cache
         self.identity = identity
@@ -78,7 +93,7 @@ class CachedChat:
         self.server = server  # the model server's URL without credentials, recorded with each answer
 
     @classmethod
-    def from_backend(cls, backend: Backend, cache: AnswerCache, identity: Identity | None = None) -> CachedChat:
+    def from_backend(cls, backend: Backend, cache: Answers, identity: Identity | None = None) -> CachedChat:
         server = getattr(backend, "host", None) or getattr(backend, "base_url", None) or getattr(backend, "kind", "")
         return cls(_backend_ask(backend), cache, identity or Identity.of(backend), server=str(server))
 
@@ -134,7 +149,7 @@ def _backend_ask(backend: Backend) -> SampleChat:
 class CacheOnlyChat:
     """A SampleChat for the score stage: answers from the cache, raises on any miss."""
 
-    def __init__(self, cache: AnswerCache, identity: Identity) -> None:
+    def __init__(self, cache: Answers, identity: Identity) -> None:
         self.cache = cache
         self.identity = identity
 

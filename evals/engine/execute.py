@@ -15,39 +15,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evals.corpus.cases import AnyCase
+from evals.corpus import paths
+from evals.corpus.cases import Case
 from evals.engine import provenance
+from evals.engine.chat import CachedChat, MemoryCache, SampleChat
 from evals.engine.pipeline import (
-    CachedChat,
     CaseResult,
     EvalResult,
     GenerateStats,
-    MemoryCache,
     Planned,
     Progress,
-    SampleChat,
-    Task,
     corpus_digests,
     generate,
     plan,
     score_planned,
 )
+from evals.engine.task import Task
 from evals.store.keys import Identity
+from evals.store.models import Manifest, Prompts, Provenance, Report, RunProgress, SampleRef
 from evals.store.protocols import Runs
-from evals.store.records import (
-    Manifest,
-    MemoryStore,
-    Prompts,
-    Provenance,
-    Report,
-    RunProgress,
-    SampleRef,
-    new_run_id,
-)
+from evals.store.records import MemoryStore, new_run_id
 
-__all__ = ["IN_PROCESS", "Prompts", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
+__all__ = ["IN_PROCESS", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 
-C = TypeVar("C", bound=AnyCase)
+C = TypeVar("C", bound=Case)
 IN_PROCESS = Identity("in-process", "", "", {})
 
 
@@ -56,8 +47,8 @@ class RunSpec:
     """What to run: a task's cases (one split) out of a corpus file, `repeat` samples each."""
 
     task: Task[Any]
-    cases: Sequence[AnyCase]
-    corpus: Sequence[AnyCase]
+    cases: Sequence[Case]
+    corpus: Sequence[Case]
     corpus_path: Path
     split: str
     repeat: int = 1
@@ -159,7 +150,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
             git_commit=commit,
             git_dirty=dirty,
             attest_version=provenance.version(),
-            corpus=provenance.corpus_ref(spec.corpus_path),
+            corpus=paths.corpus_ref(spec.corpus_path),
             corpus_sha256=corpus_digests(spec.corpus),
         ),
         samples=[SampleRef(case=p.case.id, sample=p.sample, key=p.key) for p in planned],

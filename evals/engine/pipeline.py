@@ -19,42 +19,27 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from attest.backends.types import Message
-from evals.corpus.cases import AnyCase
+from evals.corpus.cases import Case
 from evals.corpus.read import read_cases, split_sha256
 from evals.engine.bounded import run_bounded
-from evals.engine.chat import (
-    AnswerCache,
-    CachedChat,
-    CacheOnlyChat,
-    MemoryCache,
-    MissingSampleError,
-    SampleChat,
-    unsampled,
-)
+from evals.engine.chat import CachedChat, MissingSampleError
 from evals.engine.task import Task
 from evals.store.keys import Identity, request_key
+from evals.store.protocols import Answers
 
 __all__ = [
-    "AnswerCache",
-    "CacheOnlyChat",
-    "CachedChat",
     "CaseResult",
     "EvalResult",
     "GenerateStats",
-    "MemoryCache",
-    "MissingSampleError",
     "Planned",
-    "SampleChat",
-    "Task",
     "corpus_digests",
     "generate",
     "load_cases",
     "plan",
     "score_planned",
-    "unsampled",
 ]
 
-C = TypeVar("C", bound=AnyCase)
+C = TypeVar("C", bound=Case)
 
 
 def load_cases(task: Task[C], path: Path | None = None, split: str | None = None) -> list[C]:
@@ -65,7 +50,7 @@ def load_cases(task: Task[C], path: Path | None = None, split: str | None = None
     return [c for c in cases if c.split == split]
 
 
-def corpus_digests(cases: Sequence[AnyCase]) -> dict[str, str]:
+def corpus_digests(cases: Sequence[Case]) -> dict[str, str]:
     """sha256 of each split's canonical content, as `make corpus-check` prints it."""
     return {s: split_sha256([c for c in cases if c.split == s]) for s in ("train", "dev")}
 
@@ -77,7 +62,7 @@ def corpus_digests(cases: Sequence[AnyCase]) -> dict[str, str]:
 class Planned:
     """One sample to have: a case, its sample index, the rendered request and its key."""
 
-    case: AnyCase
+    case: Case
     sample: int
     messages: list[Message]
     key: str
@@ -156,7 +141,7 @@ def generate(
     return stats
 
 
-def _count_producers(stats: GenerateStats, cache: AnswerCache, planned: Sequence[Planned]) -> None:
+def _count_producers(stats: GenerateStats, cache: Answers, planned: Sequence[Planned]) -> None:
     """How many of the run's samples each worker and each model server produced (unknown: stored before)."""
     entries = [e for e in cache.get_many([p.key for p in planned]).values() if e is not None]
     stats.workers = dict(Counter(e.worker or "unknown" for e in entries).most_common())
@@ -213,24 +198,27 @@ class EvalResult:
         }
 
 
-def _score_sample(task: Task[Any], case: AnyCase, sample: int, text: str, latency: float) -> CaseResult:
-    scored = dict(task.score_one(case, text))
-    cid, score, errors = scored.pop("id"), float(scored.pop("score")), list(scored.pop("errors"))
-    return CaseResult(cid, sample, score, errors, latency, scored)
+_CORE = frozenset(("id", "score", "errors"))
 
 
-def _aggregate(task: Task[Any], cases: Sequence[AnyCase], results: list[CaseResult]) -> EvalResult:
+def _score_sample(task: Task[Any], case: Case, sample: int, text: str, latency: float) -> CaseResult:
+    scored = task.score_one(case, text)
+    details = {k: v for k, v in scored.items() if k not in _CORE}  # the task's own typed keys
+    return CaseResult(scored["id"], sample, float(scored["score"]), list(scored["errors"]), latency, details)
+
+
+def _aggregate(task: Task[Any], cases: Sequence[Case], results: list[CaseResult]) -> EvalResult:
     overall = sum(r.score for r in results) / len(results) if results else 0.0
     latencies = [r.latency_s for r in results]
     summary = task.summarise(cases, [{"id": r.id, "score": r.score, **r.details} for r in results])
     return EvalResult(task.name, overall, statistics.median(latencies) if latencies else None, results, summary)
 
 
-def score_planned(task: Task[Any], samples: Iterable[tuple[AnyCase, int, str]], cache: AnswerCache) -> EvalResult:
+def score_planned(task: Task[Any], samples: Iterable[tuple[Case, int, str]], cache: Answers) -> EvalResult:
     """The score stage for a run: each (case, sample, key) scored from the cache, no network."""
     samples = list(samples)
     entries = cache.get_many([key for _, _, key in samples])
-    cases: dict[str, AnyCase] = {}
+    cases: dict[str, Case] = {}
     results = []
     missing = []
     for case, sample, key in samples:

@@ -22,18 +22,12 @@ from attest import __version__
 from attest.errors import AttestError
 from attest.files import read_bounded
 from evals.corpus import paths
-from evals.corpus.paths import CHECKOUT, PROJECT_ROOT, corpus_ref, project_root, resolve_corpus
-from evals.store.local.cache import canonical_json
+from evals.store.local.cache_db import canonical_json
 
 __all__ = [
-    "CHECKOUT",
-    "PROJECT_ROOT",
     "case_sha256",
-    "corpus_ref",
     "git_state",
-    "project_root",
     "prompt_fingerprint",
-    "resolve_corpus",
     "scorer_fingerprint",
     "sha256_text",
     "system_prompts",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from pydantic import BaseModel
 
 from attest.answers import ModelOutputError, parse_answer
@@ -9,11 +11,13 @@ from evals.corpus.words import content_words
 
 __all__ = ["names_item", "parse_or_error"]
 
+T = TypeVar("T", bound=BaseModel)
 
-def parse_or_error(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
-    """The parsed answer, or None and the prose reason it is unusable."""
+
+def parse_or_error(text: str, model: type[T]) -> tuple[T | None, str]:
+    """The parsed answer and "", or None and the prose reason it is unusable."""
     try:
-        return parse_answer(text, model), None
+        return parse_answer(text, model), ""
     except ModelOutputError as exc:
         return None, exc.reason
 

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from attest.errors import AttestError
-from evals.corpus.cases import AnyCase
+from evals.corpus.cases import Case
 
 __all__ = ["UnknownCaseError", "named", "stratified"]
 
-C = TypeVar("C", bound=AnyCase)
+C = TypeVar("C", bound=Case)
 
 
 class UnknownCaseError(AttestError):

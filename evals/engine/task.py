@@ -2,8 +2,11 @@
 
 The engine, the analysis, the renderers and the command lines read a task only
 through this record; nothing outside the task modules (evals/*_eval.py) and their
-registry (evals/tasks.py) names a task. A fourth task is one module that builds a
-`Task`, its corpus, and one `tasks.register` call.
+registry (evals/tasks.py) names a task. A task is generic over its case model (any
+strict pydantic model deriving `evals.corpus.cases.Case`), its `score_one` returns a
+typed `Scored`, and it brings its own stub answerer. A task outside the tree is a
+package that builds a `Task` and names it under the entry-point group `attest.tasks`
+(CONTRIBUTING.md, "Adding a task").
 """
 
 from __future__ import annotations
@@ -11,20 +14,38 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
 from attest.answers import schema_of
-from attest.backends.types import Message
-from evals.corpus.cases import AnyCase
+from attest.backends.types import Message, StubAnswer
+from evals.corpus.cases import Case
 
-__all__ = ["CheckContext", "CorpusChecks", "IntervalMethod", "Strategy", "Task"]
+__all__ = ["CheckContext", "CorpusChecks", "DspyAdapter", "IntervalMethod", "Scored", "Strategy", "Task"]
 
-C = TypeVar("C", bound=AnyCase)
+C = TypeVar("C", bound=Case)
 # How a task's mean score gets its 95% interval, fixed per task (never chosen from one run's values):
 # "wilson" for scores that are 0 or 1 by construction, "bootstrap" (seeded BCa) for graded ones.
 IntervalMethod = Literal["wilson", "bootstrap"]
+
+
+class Scored(TypedDict):
+    """What `score_one` returns for one answer: the case id, a score in [0, 1] and prose errors (the design
+    note's `{"id", "score", "errors", ...}`). A task adds its own typed keys by subclassing (reaction's
+    `verdict`), which the report and the task's `summarise` read; the pipeline reads only these three."""
+
+    id: str
+    score: float
+    errors: list[str]
+
+
+@dataclass(frozen=True)
+class DspyAdapter(Generic[C]):
+    """The task as DSPy sees it, for an optimiser: input and output field names, and a case as an example."""
+
+    fields: tuple[tuple[str, ...], tuple[str, ...]]
+    to_example: Callable[[C], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -93,7 +114,9 @@ class Task(Generic[C]):
     - `verdict_metrics`: extra rows of the report's uncertainty block from the samples
       (reaction's precision and recall), or None;
     - `provenance`: extra fields of the run manifest's provenance (tagging's prompt artifact);
-    - `dspy_fields` and `to_dspy_example`: the task as DSPy sees it;
+    - `stub_answer`: what the stub backend (`--offline`) answers this task's requests with;
+    - `dspy`: the optional DSPy adapter (the three seed tasks have one; `dspy_fields` and
+      `to_dspy_example` read it);
     - `checks`: what corpus-check runs on the corpus.
     """
 
@@ -102,16 +125,25 @@ class Task(Generic[C]):
     output_model: type[BaseModel]
     corpus: Path
     render: Callable[[C], list[Message]]
-    score_one: Callable[[C, str], dict[str, Any]]
+    score_one: Callable[[C, str], Scored]
     summarise: Callable[[Sequence[C], Sequence[dict[str, Any]]], dict[str, Any]] = _no_summary
     strategies: Callable[[Sequence[C]], list[Strategy[C]]] = _no_strategies
     interval: IntervalMethod = "bootstrap"
     verdict_metrics: Callable[[Sequence[C], Sequence[Any]], dict[str, Any]] | None = None
     provenance: Callable[[], Mapping[str, str | None]] = _no_provenance
-    dspy_fields: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-    to_dspy_example: Callable[[C], dict[str, Any]] | None = None
+    stub_answer: StubAnswer | None = None
+    dspy: DspyAdapter[C] | None = None
     checks: CorpusChecks[C] = field(default_factory=CorpusChecks)
 
     @property
     def schema(self) -> dict[str, Any]:
         return schema_of(self.output_model)
+
+    @property
+    def dspy_fields(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(input names, output names) as DSPy sees the task; empty without an adapter."""
+        return self.dspy.fields if self.dspy else ((), ())
+
+    @property
+    def to_dspy_example(self) -> Callable[[C], dict[str, Any]] | None:
+        return self.dspy.to_example if self.dspy else None

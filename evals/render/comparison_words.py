@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from evals.analysis.comparison import CaseChange, Change, Comparison
+from evals.analysis.comparison import CaseChange, Comparison
+from evals.analysis.differences import Change
 from evals.analysis.paired import verdict_decimals
 
 # provenance keys in words, as the opening of a comparison lists them

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals.analysis.degenerate import parse_answer
-from evals.engine.pipeline import AnswerCache
 from evals.render import plots
-from evals.store.records import Manifest, Report, SampleRef
+from evals.store.models import Manifest, Report, SampleRef
+from evals.store.protocols import Answers
 
 __all__ = ["CaseRow", "RunPage", "Texts", "answer_texts", "run_page_data", "split_case"]
 
@@ -60,7 +60,7 @@ class RunPage:
         return dict(self.report.uncertainty) if self.report is not None else {}
 
 
-def answer_texts(cache: AnswerCache, samples: Sequence[SampleRef]) -> dict[tuple[str, int], str | None]:
+def answer_texts(cache: Answers, samples: Sequence[SampleRef]) -> dict[tuple[str, int], str | None]:
     """(case id, sample) -> the cached answer text (None when the cache no longer holds it)."""
     found = cache.get_many([s.key for s in samples])
     return {(s.case, s.sample): (e.text if (e := found.get(s.key)) is not None else None) for s in samples}

@@ -11,12 +11,12 @@ from typing import Any
 
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
-from evals.engine import provenance
-from evals.engine.pipeline import AnswerCache
+from evals.corpus import paths
 from evals.render import html
 from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import answer_texts, run_page_data
-from evals.store.records import Manifest, Prompts, Report, RunStore
+from evals.store.models import Manifest, Prompts, Report
+from evals.store.protocols import Answers, Runs
 
 __all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
 
@@ -26,7 +26,7 @@ StubTexts = Callable[[Manifest], Mapping[str, str] | None]
 def corpus_cases(manifest: Manifest) -> dict[str, dict[str, Any]]:
     """case id -> the raw case from the corpus file the run recorded ({} when it cannot be read)."""
     try:
-        data = json.loads(provenance.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
+        data = json.loads(paths.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     wanted = set(manifest.case_sha256) or {s.case for s in manifest.samples}
@@ -35,7 +35,7 @@ def corpus_cases(manifest: Manifest) -> dict[str, dict[str, Any]]:
     return {str(c["id"]): c for c in data if isinstance(c, dict) and c.get("id") in wanted}
 
 
-def prompts_of(store: RunStore, run_id: str) -> dict[str, str]:
+def prompts_of(store: Runs, run_id: str) -> dict[str, str]:
     return store.load(run_id, "prompts", Prompts).system if store.exists(run_id, "prompts") else {}
 
 
@@ -51,7 +51,7 @@ def run_html(
     return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings))
 
 
-def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: StubTexts | None = None) -> str:
+def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | None = None) -> str:
     """A recorded run's page; `stub` gives the stub's answers per case (None: not checked against the stub)."""
     manifest = store.manifest(run_id)
     report = store.report(run_id)
@@ -62,7 +62,7 @@ def stored_run_html(store: RunStore, cache: AnswerCache, run_id: str, stub: Stub
 
 
 def comparison_html(
-    found: Sequence[Comparison], runs: Sequence[tuple[RunScores, RunScores]], store: RunStore, cache: AnswerCache | None
+    found: Sequence[Comparison], runs: Sequence[tuple[RunScores, RunScores]], store: Runs, cache: Answers | None
 ) -> str:
     """A comparison's page: one section per comparison (with --all, one per task, and the Holm overview)."""
     pages = []
@@ -74,7 +74,7 @@ def comparison_html(
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
 
 
-def _first_answers(store: RunStore, cache: AnswerCache | None, run_id: str) -> dict[str, str]:
+def _first_answers(store: Runs, cache: Answers | None, run_id: str) -> dict[str, str]:
     if cache is None:
         return {}
     manifest = store.manifest(run_id)

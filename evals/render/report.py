@@ -1,136 +1,43 @@
-"""The report of a run: its score with a 95% interval and n, per-family rows, the stub's
+"""The report of a run as text: its score with a 95% interval and n, per-family rows, the stub's
 and a trivial baseline's scores on the same cases, the smallest difference this split
 can detect, flaky cases under repeats, the task's metrics, the worst cases, cache use,
-and where to look next (`runs show`).
+and where to look next (`runs show`); and the run's page.
 
-`annotate` computes the uncertainty block (evals/analysis/uncertainty.py, evals/analysis/baselines.py)
-into the run's `Report`; `print_report` prints the table from that record, so the
-table, `--json` and report.json carry the same figures.
-
-The block costs a stub run over the cases and importing scipy (about a second on a
-small machine), so `annotate` first looks for it in the latest reports of the same
-task: a block is reused only when everything it is computed from is the same (the
-cases with their labels and families, every sample's score and verdict, the rendered
-prompts, the scorer, the repeat count, and the source of the code that computes it);
-`inputs_sha256` in the block is that key. evals/analysis/uncertainty.py (and so scipy) is
-imported only when the block must be computed.
+Nothing here computes a figure: `evals.analysis.annotate` puts the uncertainty block into
+the run's `Report`, and `print_report` prints the table from that record, so the table,
+`--json` and report.json carry the same figures.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import importlib.metadata
-import inspect
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import attest.backends.stub
 from attest.text import printable
-from evals.analysis import baselines
-from evals.analysis.degenerate import degenerate
-from evals.analysis.stub_texts import stub_texts
 from evals.engine.execute import RunOutcome
 from evals.store.protocols import Runs
-from evals.store.records import DirStore, RunError, write_atomic
+from evals.store.records import write_atomic
 
-__all__ = ["annotate", "degenerate_warnings", "inputs_sha256", "print_report", "write_run_page"]
+__all__ = ["print_report", "write_run_page"]
 
 FLAKY_SHOWN = 10
-REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
-_CODE = [
-    Path(__file__),
-    *(
-        Path(__file__).parent.parent / "analysis" / name
-        for name in ("uncertainty.py", "baselines.py", "stats.py", "paired.py", "power.py")
-    ),
-    Path(attest.backends.stub.__file__),
-]
-
-
-def annotate(outcome: RunOutcome, store: Runs | None = None) -> RunOutcome:
-    """The outcome with its report's uncertainty block filled in; unchanged if it does not know its cases.
-
-    With a `store`, a block computed from the same inputs by one of the task's latest
-    runs is reused instead of computed again.
-    """
-    if outcome.spec is None:
-        return outcome
-    key = inputs_sha256(outcome)
-    block = _reusable(store, outcome, key) if store is not None else None
-    if block is None:
-        block = {**_compute(outcome), "inputs_sha256": key}
-    return dataclasses.replace(outcome, report=outcome.report.replace(uncertainty=block))
-
-
-def _compute(outcome: RunOutcome) -> dict[str, Any]:
-    from evals.analysis import uncertainty  # deferred: it imports scipy, which a reused block does not need
-
-    spec = outcome.spec
-    assert spec is not None
-    found = baselines.baselines(spec.task, spec.cases)
-    return uncertainty.block(spec.task, spec.cases, outcome.result.results, found, spec.repeat)
-
-
-def inputs_sha256(outcome: RunOutcome) -> str:
-    """sha256 of everything the uncertainty block is computed from (see the module docstring)."""
-    spec = outcome.spec
-    if spec is None:
-        raise ValueError("an outcome without its RunSpec has no uncertainty inputs")
-    digest = hashlib.sha256()
-    for path in [*_CODE, _strategies_source(spec.task)]:
-        digest.update(path.read_bytes())
-    inputs = {
-        "task": spec.task.name,
-        "repeat": spec.repeat,
-        "versions": [importlib.metadata.version(p) for p in ("numpy", "scipy")],
-        "prompt": outcome.manifest.provenance.prompt_fingerprint,
-        "scorer": outcome.manifest.provenance.scorer_fingerprint,
-        "cases": [c.model_dump(mode="json", exclude={"note"}) for c in spec.cases],
-        "results": [[r.id, r.sample, r.score, r.details.get("verdict")] for r in outcome.result.results],
-    }
-    digest.update(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode())
-    return digest.hexdigest()
-
-
-def _strategies_source(task: Any) -> Path:
-    """The file that defines the task's baseline strategies: changing them changes the block."""
-    return Path(inspect.getfile(task.strategies))
-
-
-def _reusable(store: Runs, outcome: RunOutcome, key: str) -> dict[str, Any] | None:
-    mark = f"-{outcome.manifest.task}-"
-    recent = [r for r in store.run_ids() if mark in r and r != outcome.run_id][-REUSE_LOOKBACK:]
-    for run_id in reversed(recent):
-        try:
-            report = store.report(run_id)
-        except RunError:
-            continue  # unreadable: `runs list` says so; it is no source of figures
-        if report is not None and report.uncertainty.get("inputs_sha256") == key:
-            return dict(report.uncertainty)
-    return None
-
-
-def degenerate_warnings(outcome: RunOutcome, texts: Mapping[tuple[str, int], str | None]) -> list[str]:
-    """Degenerate answers in words (evals/analysis/degenerate.py), checked against the stub's answers
-    on the same cases unless the run is the stub's own."""
-    spec = outcome.spec
-    stub = stub_texts(spec.task, spec.cases) if spec is not None and outcome.manifest.backend != "stub" else None
-    return degenerate([(case, text) for (case, _), text in texts.items()], stub)
 
 
 def write_run_page(
-    outcome: RunOutcome, store: DirStore, texts: Mapping[tuple[str, int], str | None], warnings: Sequence[str]
+    outcome: RunOutcome,
+    store: Runs,
+    page_dir: Path,
+    texts: Mapping[tuple[str, int], str | None],
+    warnings: Sequence[str],
 ) -> Path:
-    """report.html beside the run's records, from what they hold; returns its path."""
+    """report.html in `page_dir` (the store's place for the run's page), from the run's records; returns its path."""
     from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
     page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings)
-    path = store.run_dir(outcome.run_id) / "report.html"
+    path = page_dir / "report.html"
     write_atomic(path, page)
     return path
 

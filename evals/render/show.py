@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attest.text import printable, printable_json
-from evals.store.records import Manifest, Prompts, RunError, RunStore
-
-if TYPE_CHECKING:
-    from evals.engine.pipeline import AnswerCache
+from evals.store.models import Manifest, Prompts
+from evals.store.protocols import Answers, Runs
+from evals.store.records import RunError
 
 __all__ = ["show_run"]
 
 
-def show_run(
-    store: RunStore, cache: AnswerCache, run_id: str, *, case: str | None = None, as_json: bool = False
-) -> str:
+def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = None, as_json: bool = False) -> str:
     manifest = store.manifest(run_id)
     report = store.report(run_id)
 

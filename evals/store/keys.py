@@ -23,7 +23,6 @@ __all__ = [
     "SEEDING",
     "Entry",
     "Identity",
-    "canonical_json",
     "entry_from_json",
     "request_key",
     "request_seed",

@@ -31,6 +31,7 @@ __all__ = [
     "Report",
     "ReportHead",
     "ResultRow",
+    "RunAuthor",
     "RunProgress",
     "SampleRef",
     "decode",
@@ -104,6 +105,14 @@ def _where(exc: msgspec.ValidationError) -> str:
         path = f"{path}.{inside[2]}" if path else inside[2]
         message = "not a field of this record" if inside[1] == "contains unknown" else "missing"
     return f"field {path or '(top level)'}: {message}"
+
+
+class RunAuthor(Record, frozen=True, kw_only=True):
+    """Who saved a run's manifest (a team's store records it)."""
+
+    host: str
+    user: str
+    git_commit: str | None
 
 
 class SampleRef(Record, frozen=True, kw_only=True):

@@ -11,47 +11,26 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from evals.store.keys import Entry
 from evals.store.local.cache import ResponseCache
 from evals.store.local.cache_db import CacheError
-from evals.store.records import DirStore, RunStore
+from evals.store.protocols import Answers, Runs
+from evals.store.records import DirStore
 from evals.store.settings import DEFAULT_LEASE_WAIT_S
 
-__all__ = ["Opened", "StoreAnswers", "open_store"]
-
-
-class StoreAnswers(Protocol):
-    """An opened store's answers: the `Answers` protocol plus listing and closing."""
-
-    warnings: list[str]
-
-    @property
-    def where(self) -> str: ...
-
-    def get(self, key: str) -> Entry | None: ...
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]: ...
-
-    def put(self, key: str, entry: Entry) -> None: ...
-
-    def lease(self, key: str, *, wait: bool = True) -> AbstractContextManager[bool | None]: ...
-
-    def keys(self) -> Iterator[str]: ...
-
-    def close(self) -> None: ...
+__all__ = ["Opened", "open_store"]
 
 
 @dataclass(frozen=True)
 class Opened:
     """A store's answers and run records; `where` names it (a directory, or host and database, never a password)."""
 
-    answers: StoreAnswers
-    runs: RunStore  # the base of DirStore and PgRuns; it satisfies the Runs protocol
+    answers: Answers
+    runs: Runs
     where: str
     shared: bool
 
@@ -66,11 +45,51 @@ def _print_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def open_store(url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAULT_LEASE_WAIT_S) -> Opened:
-    """The local cache under `cache_dir` when `url` is None, else the PostgreSQL store at `url`."""
+class _NoAnswers:
+    """The answers of a local store opened for its run records only: none, and nothing written."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.warnings: list[str] = []
+
+    def get(self, key: str) -> Entry | None:
+        return None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry | None]:
+        return dict.fromkeys(keys)
+
+    def put(self, key: str, entry: Entry) -> None:
+        raise CacheError(f"{self.where} was opened for its run records only: no answer can be stored")
+
+    @contextmanager
+    def lease(self, key: str, *, wait: bool = True) -> Iterator[bool | None]:
+        raise CacheError(f"{self.where} was opened for its run records only: no answer can be generated")
+        yield None  # unreachable: a generator, so `lease` is a context manager
+
+    def keys(self) -> Iterator[str]:
+        return iter(())
+
+    def unlock(self) -> int:
+        return 0
+
+    def collect(self, keep: set[str], *, before: float, dry_run: bool = True) -> tuple[int, int]:
+        return 0, 0
+
+    def close(self) -> None:
+        pass
+
+
+def open_store(
+    url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAULT_LEASE_WAIT_S, answers: bool = True
+) -> Opened:
+    """The local cache under `cache_dir` when `url` is None, else the PostgreSQL store at `url`.
+
+    `answers=False` opens a local store for its run records alone (nothing created, no answer read):
+    `runs list`, `runs prune`, and `compare` where no answer was ever cached. A shared store always has both.
+    """
     if not url:
-        cache = ResponseCache(cache_dir, lease_wait_s=lease_wait_s)
-        return Opened(cache, DirStore(cache_dir / "runs"), str(cache_dir), shared=False)
+        local: Answers = ResponseCache(cache_dir, lease_wait_s=lease_wait_s) if answers else _NoAnswers(str(cache_dir))
+        return Opened(local, DirStore(cache_dir / "runs"), str(cache_dir), shared=False)
     try:
         from evals.store.postgres import answers as postgres_answers
         from evals.store.postgres import connection as postgres
@@ -83,8 +102,8 @@ def open_store(url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAUL
     conn = postgres.connect(url)
     try:
         postgres.ensure_schema(conn, url)
-        answers = postgres_answers.PgAnswers(conn, url, lease_wait_s=lease_wait_s, notify=_print_line)
+        shared = postgres_answers.PgAnswers(conn, url, lease_wait_s=lease_wait_s, notify=_print_line)
     except BaseException:
         conn.close()
         raise
-    return Opened(answers, postgres_runs.PgRuns(conn, url), postgres.describe(url), shared=True)
+    return Opened(shared, postgres_runs.PgRuns(conn, url), postgres.describe(url), shared=True)

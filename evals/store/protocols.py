@@ -2,8 +2,8 @@
 
 - `Answers`: model answers by request key, plus per-key leases (claims) so that no
   two runs ask the model for one sample. Local: `ResponseCache` (diskcache in
-  `cache/responses/`); shared: `PgAnswers` (evals.store.postgres.connection); in memory:
-  `MemoryCache` (evals.engine.pipeline).
+  `cache/responses/`); shared: `PgAnswers` (evals.store.postgres.answers); in memory:
+  `MemoryCache` (evals.engine.chat).
 - `Runs`: run records (manifest, prompts, report, decision, rescore) by run id.
   Local: `DirStore` (`cache/runs/`); shared: `PgRuns`; in memory: `MemoryStore`.
 
@@ -12,14 +12,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from attest.errors import AttestError
 from evals.store.keys import Entry
-from evals.store.models import Record
-from evals.store.records import Manifest, Report
+from evals.store.models import Manifest, Record, Report, RunAuthor
 
 __all__ = ["Answers", "Runs", "WritesRefused"]
 
@@ -32,9 +32,12 @@ class WritesRefused(AttestError):
 
 
 class Answers(Protocol):
-    """Answers by key, and leases on keys. `where` names the store in messages (never a password)."""
+    """Answers by key, and leases on keys; `where` names the store in messages (never a password)."""
 
     warnings: list[str]
+
+    @property
+    def where(self) -> str: ...
 
     def get(self, key: str) -> Entry | None: ...
 
@@ -47,9 +50,29 @@ class Answers(Protocol):
         meanwhile: read it) or, with `wait=False`, None (another live run holds it now: come back later)."""
         ...
 
+    def keys(self) -> Iterator[str]: ...
+
+    def unlock(self) -> int:
+        """Drop every lease, live or not (a stopped run's); how many there were."""
+        ...
+
+    def collect(self, keep: set[str], *, before: float, dry_run: bool = True) -> tuple[int, int]:
+        """Remove (dry: count) answers not in `keep` stored before `before`: (entries, bytes of text)."""
+        ...
+
+    def close(self) -> None: ...
+
 
 class Runs(Protocol):
-    """Run records by run id and record name."""
+    """Run records by run id and record name, and what the commands ask of the place they live."""
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def index_dir(self) -> Path | None:
+        """Where a summary index of the runs may be kept (None: every listing reads each run)."""
+        ...
 
     def run_ids(self) -> list[str]: ...
 
@@ -64,6 +87,16 @@ class Runs(Protocol):
     def manifest(self, run_id: str) -> Manifest: ...
 
     def report(self, run_id: str) -> Report | None: ...
+
+    def check_id(self, run_id: str) -> None: ...
+
+    def page_dir(self, run_id: str) -> Path | None: ...
+
+    def authors(self) -> Mapping[str, RunAuthor] | None: ...
+
+    def busy(self, run_id: str) -> bool: ...
+
+    def remove(self, run_id: str) -> bool: ...
 
 
 class Closing(Protocol):

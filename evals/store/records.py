@@ -20,8 +20,9 @@ import contextlib
 import fcntl
 import functools
 import os
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,35 +30,20 @@ from attest.errors import AttestError
 from attest.files import FileReadError, MiB, open_regular, read_bounded
 from evals.store.models import (
     RUN_ID,
-    SCHEMA_VERSION,
     Decision,
     Manifest,
-    Prompts,
-    Provenance,
     Record,
     RecordError,
     Report,
-    ReportHead,
-    RunProgress,
-    SampleRef,
+    RunAuthor,
     decode,
 )
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "Decision",
     "DirStore",
-    "Manifest",
     "MemoryStore",
-    "Prompts",
-    "Provenance",
-    "Record",
-    "Report",
-    "ReportHead",
     "RunError",
-    "RunProgress",
     "RunStore",
-    "SampleRef",
     "new_run_id",
     "write_atomic",
 ]
@@ -136,7 +122,11 @@ def _check_owner(run_id: str, name: str, record: Record) -> None:
 
 
 class RunStore:
-    """Where run records live. `DirStore` is `cache/runs/`; `MemoryStore` serves tests."""
+    """Where run records live (the `Runs` protocol's base). `DirStore` is `cache/runs/`; `MemoryStore` serves
+    tests; `PgRuns` a team's store. `where` names it in messages (never a password)."""
+
+    where = "the store"
+    index_dir: Path | None = None  # where a summary index of the runs may be kept (`runs list` reads it first)
 
     def run_ids(self) -> list[str]:
         raise NotImplementedError
@@ -161,9 +151,32 @@ class RunStore:
     def report(self, run_id: str) -> Report | None:
         return self.load(run_id, "report", Report) if self.exists(run_id, "report") else None
 
+    def check_id(self, run_id: str) -> None:
+        """Refuse what is not a plain run id, in one line."""
+        if not _RUN_ID.fullmatch(run_id):
+            raise RunError(f"{run_id!r} is not a run id (letters, digits, '.', '_', '-'): list them with `runs list`")
+
+    def page_dir(self, run_id: str) -> Path | None:
+        """Where the run's page is written as the run ends; None: on demand only (`runs show ID --html FILE`)."""
+        return None
+
+    def authors(self) -> Mapping[str, RunAuthor] | None:
+        """Who made each run (a team's store); None when the store does not record it."""
+        return None
+
+    def busy(self, run_id: str) -> bool:
+        """Whether another process is writing the run now."""
+        return False
+
+    def remove(self, run_id: str) -> bool:
+        """Remove a run unless another process is writing it (then False)."""
+        raise RunError(f"runs cannot be removed from {self.where}: prune the local cache (drop --store)")
+
 
 class MemoryStore(RunStore):
     """Run records in a dict: for tests and for in-process evaluation."""
+
+    where = "memory"
 
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], Record] = {}
@@ -189,6 +202,25 @@ class DirStore(RunStore):
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.where = str(root)
+        self.index_dir = root
+
+    def page_dir(self, run_id: str) -> Path:
+        return self.run_dir(run_id)
+
+    def check_id(self, run_id: str) -> None:
+        self.run_dir(run_id)
+
+    def remove(self, run_id: str) -> bool:
+        """Remove a run holding its lock, so no writer can start on it meanwhile; False when another writes it."""
+        with self.claim(run_id) as mine:
+            if not mine:
+                return False
+            try:
+                shutil.rmtree(self.run_dir(run_id))
+            except OSError as exc:
+                raise RunError(f"cannot remove {self.run_dir(run_id)} ({exc.strerror or exc})") from None
+        return True
 
     def run_dir(self, run_id: str) -> Path:
         """The directory of `run_id`, refusing anything that is not a plain id inside the root."""

@@ -15,7 +15,9 @@ from typing import Any
 
 from evals.store.local import run_index
 from evals.store.local.run_index import Summary
-from evals.store.records import DirStore, RunError, RunProgress, RunStore
+from evals.store.models import RunProgress
+from evals.store.protocols import Runs
+from evals.store.records import RunError
 
 __all__ = ["FILTER_KEYS", "Resolved", "RunRow", "list_runs", "parse_filter", "resolve", "resolve_ref"]
 
@@ -34,18 +36,19 @@ class RunRow:
         return self.summary.to_dict()
 
 
-def list_runs(store: RunStore, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
+def list_runs(store: Runs, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
     """Every run in the store, newest first by creation time (ids have a second's resolution).
 
     A run whose files are unchanged since `runs/.index.json` summarised them is taken from
     there; any other is read and checked in full (and the index updated). A shared store
     (PostgreSQL) has no index: each run is read.
     """
-    if not isinstance(store, DirStore):
+    root = store.index_dir
+    if root is None:
         return sorted(_read_all(store, task), key=_created, reverse=True)
-    known, fresh, rows = run_index.load(store.root), {}, []
+    known, fresh, rows = run_index.load(root), {}, []
     for run_id in store.run_ids():
-        stamp = run_index.stamp(store.root / run_id, clock)
+        stamp = run_index.stamp(root / run_id, clock)
         entry = known.get(run_id)
         try:
             summary = entry.summary if entry and stamp == entry.stamp else _summary(store, run_id)
@@ -57,11 +60,11 @@ def list_runs(store: RunStore, task: str | None = None, *, clock: run_index.Cloc
         if task is None or summary.task == task:
             rows.append(RunRow(run_id, _live(store, summary)))
     if fresh != known:
-        run_index.save(store.root, fresh)
+        run_index.save(root, fresh)
     return sorted(rows, key=_created, reverse=True)
 
 
-def _live(store: DirStore, summary: Summary) -> Summary:
+def _live(store: Runs, summary: Summary) -> Summary:
     """A `generating` run as it is now: `interrupted` when no process holds its lock (its writer was
     killed or stopped), else `generating k/n` from the progress its writer records."""
     if summary.status != "generating":
@@ -77,7 +80,7 @@ def _live(store: DirStore, summary: Summary) -> Summary:
     return summary.replace(status=f"generating {shown}")
 
 
-def _read_all(store: RunStore, task: str | None) -> list[RunRow]:
+def _read_all(store: Runs, task: str | None) -> list[RunRow]:
     rows = []
     for run_id in store.run_ids():
         try:
@@ -90,7 +93,7 @@ def _read_all(store: RunStore, task: str | None) -> list[RunRow]:
     return rows
 
 
-def _summary(store: RunStore, run_id: str) -> Summary:
+def _summary(store: Runs, run_id: str) -> Summary:
     manifest = store.manifest(run_id)  # every record checked in full: a run that lists as readable is usable
     scored = store.report(run_id)
     return Summary.of(manifest, scored.overall if scored else None)
@@ -136,7 +139,7 @@ def parse_filter(text: str, where: str = "filter") -> dict[str, str]:
     return found
 
 
-def resolve(store: RunStore, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
+def resolve(store: Runs, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
     """The run an id or `TASK@latest[,KEY=VALUE...]` / `TASK@previous[...]` names (complete runs only).
 
     `where` narrows a `@` reference further (as the `,KEY=VALUE` pairs do); a plain run id
@@ -147,8 +150,7 @@ def resolve(store: RunStore, ref: str, where: Mapping[str, str] | None = None) -
     if "@" not in head:
         if wanted:
             raise RunError(f"{ref!r}: a run id names one run; narrow TASK@latest or TASK@previous instead")
-        if isinstance(store, DirStore):
-            store.run_dir(head)
+        store.check_id(head)
         return Resolved(head)
     task, _, which = head.partition("@")
     if which not in ("latest", "previous"):
@@ -158,8 +160,7 @@ def resolve(store: RunStore, ref: str, where: Mapping[str, str] | None = None) -
     index = 0 if which == "latest" else 1
     if len(complete) <= index:
         narrowed = "".join(f", {k}={v}" for k, v in wanted.items())
-        place = store.root if isinstance(store, DirStore) else getattr(store, "where", "the store")
-        raise RunError(f"{ref!r}: {task}{narrowed} has {len(complete)} complete run(s) in {place}")
+        raise RunError(f"{ref!r}: {task}{narrowed} has {len(complete)} complete run(s) in {store.where}")
     chosen = complete[index]
     newer = rows[: [r.run_id for r in rows].index(chosen)]
     skipped = tuple(f"{r.run_id} ({r.summary.status})" for r in newer if r.summary and r.summary.status != "complete")
@@ -170,6 +171,6 @@ def _matches(summary: Summary, wanted: Mapping[str, str]) -> bool:
     return all(str(getattr(summary, key)) == value for key, value in wanted.items())
 
 
-def resolve_ref(store: RunStore, ref: str) -> str:
+def resolve_ref(store: Runs, ref: str) -> str:
     """A run id from an id or `TASK@latest` / `TASK@previous` (complete runs only), narrowed as `resolve` says."""
     return resolve(store, ref).run_id

@@ -17,8 +17,8 @@ from typing import Protocol
 from evals.store.keys import Entry
 from evals.store.models import Record
 from evals.store.open import Opened
-from evals.store.protocols import batches
-from evals.store.records import RunError, RunStore
+from evals.store.protocols import Runs, batches
+from evals.store.records import RunError
 
 __all__ = ["Copied", "copy_answers", "copy_runs", "sync"]
 
@@ -66,7 +66,7 @@ def copy_answers(source: _Source, target: _Target, progress: Progress | None = N
     return done
 
 
-def copy_runs(source: RunStore, target: RunStore, models: Mapping[str, type[Record]]) -> Copied:
+def copy_runs(source: Runs, target: Runs, models: Mapping[str, type[Record]]) -> Copied:
     """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or differs in."""
     done = Copied()
     names = sorted(models, key=lambda n: n == "manifest")  # the manifest last
@@ -86,7 +86,7 @@ def copy_runs(source: RunStore, target: RunStore, models: Mapping[str, type[Reco
     return done
 
 
-def _same(target: RunStore, run_id: str, name: str, record: Record) -> bool:
+def _same(target: Runs, run_id: str, name: str, record: Record) -> bool:
     try:
         return target.load(run_id, name, type(record)) == record
     except RunError:

@@ -12,11 +12,13 @@ definition).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from attest.backends.registry import make_backend
+from attest.backends.stub import reaction_answer
 from attest.errors import run_main
 from attest.feed import Item, Persona, simulate_ratings
 from attest.options import OneLineErrorParser, add_backend_options, settings_from_args
@@ -50,7 +52,8 @@ def _run(args: argparse.Namespace) -> int:
     items = [Item(i["id"], i["title"], i["summary"]) for i in _load("items.json")]
     personas = [Persona(p["id"], p["persona"], p["interests"]) for p in _load("personas.json")]
     labels = {(lab["persona"], lab["item"]): lab["would_read"] for lab in _load("labels.json")}
-    backend = make_backend(settings_from_args(args, default_backend="stub"))
+    settings = settings_from_args(args, default_backend="stub")
+    backend = make_backend(dataclasses.replace(settings, stub_answer=reaction_answer))  # what --backend stub answers
     try:
         print(f"{'persona':<14}" + "".join(f"{h:>12}" for h in ("precision", "recall", "auc", "auc(conf)")))
         for persona in personas:

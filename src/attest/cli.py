@@ -11,6 +11,7 @@ Errors become one line on stderr and exit code 1 (usage errors: exit 2);
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -21,7 +22,7 @@ from attest.options import OneLineErrorParser, add_backend_options, settings_fro
 
 if TYPE_CHECKING:
     from attest.backends.settings import Settings
-    from attest.backends.types import Backend, ChatJSON
+    from attest.backends.types import Backend, ChatJSON, StubAnswer
     from attest.items import Item
 
 __all__ = ["BackendFactory", "add_backend_options", "build_parser", "main"]
@@ -73,7 +74,8 @@ def _run(args: argparse.Namespace, stdin: TextIO | None, backend_factory: Backen
 
     answer = _answerer(args)
     items = _items(args, stdin)
-    backend = (backend_factory or make_backend)(settings_from_args(args))
+    settings = dataclasses.replace(settings_from_args(args), stub_answer=_stub_answer(args.command))
+    backend = (backend_factory or make_backend)(settings)
     try:
         for item in items:
             shown = {"id": item.shown_id} if item.shown_id is not None else {}
@@ -81,6 +83,13 @@ def _run(args: argparse.Namespace, stdin: TextIO | None, backend_factory: Backen
     finally:
         backend.close()
     return 0
+
+
+def _stub_answer(command: str) -> StubAnswer:
+    """The stub backend's answerer for this command's feature."""
+    from attest.backends import stub
+
+    return {"tag": stub.tags_answer, "react": stub.reaction_answer}.get(command, stub.explanation_answer)
 
 
 def _answerer(args: argparse.Namespace) -> Answer:

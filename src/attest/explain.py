@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from attest.backends.stub import explanation_answer
 from attest.backends.types import ChatJSON, Message
 from attest.chat import ask
 from attest.render import item_block, one_line
@@ -52,4 +53,4 @@ def explanation_messages(profile: str, title: str, summary: str) -> list[Message
 
 def generate_explanation(profile: str, title: str, summary: str, *, chat_json: ChatJSON | None = None) -> Explanation:
     """Ask the model why the item matches the reader's interests (or for the refusal)."""
-    return ask(explanation_messages(profile, title, summary), Explanation, chat_json)
+    return ask(explanation_messages(profile, title, summary), Explanation, chat_json, stub_answer=explanation_answer)

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from attest.backends.stub import tags_answer
 from attest.backends.types import ChatJSON, Message
 from attest.chat import ask
 from attest.errors import AttestError
@@ -143,4 +144,4 @@ def tag_messages(title: str, summary: str, prompt: TagPrompt | None = None) -> l
 
 def tag_item(title: str, summary: str, *, chat_json: ChatJSON | None = None) -> ItemTags:
     """Tag one item through the production backend (or `chat_json`)."""
-    return ask(tag_messages(title, summary), ItemTags, chat_json)
+    return ask(tag_messages(title, summary), ItemTags, chat_json, stub_answer=tags_answer)

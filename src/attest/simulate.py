@@ -10,6 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from attest.backends.stub import reaction_answer
 from attest.backends.types import ChatJSON, Message
 from attest.chat import ask
 from attest.render import item_block, one_line
@@ -54,4 +55,4 @@ def react_to_item(
     persona: str, interests: str, title: str, summary: str, *, chat_json: ChatJSON | None = None
 ) -> Reaction:
     """Ask the model whether the persona would read the item."""
-    return ask(reaction_messages(persona, interests, title, summary), Reaction, chat_json)
+    return ask(reaction_messages(persona, interests, title, summary), Reaction, chat_json, stub_answer=reaction_answer)

@@ -59,7 +59,7 @@ def stub_run(cache_dir: Path, *argv: str) -> Path:
 
 
 def _tweaked(messages: Sequence[Message], schema: Mapping[str, Any]) -> str:
-    stub = StubBackend()
+    stub = StubBackend(answer=reaction_eval.TASK.stub_answer)
     answer: dict[str, Any] = json.loads(stub.chat_json(messages, schema).text)
     user = messages[-1]["content"]
     bucket = zlib.crc32(user.encode("utf-8"))

@@ -14,7 +14,7 @@ from evals.analysis.comparison import RunScores, compare
 from evals.render import html
 from evals.render.page_compare import compare_page_data
 from evals.render.pages import run_html
-from evals.store.records import Manifest, Provenance, Report, SampleRef
+from evals.store.models import Manifest, Provenance, Report, SampleRef
 from tests.browser.conftest import Opened
 
 pytestmark = pytest.mark.browser

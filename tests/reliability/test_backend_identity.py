@@ -23,7 +23,7 @@ import pytest
 from attest.backends.openai import OpenAIBackend
 from attest.backends.retry import RetryPolicy
 from attest.backends.types import BackendError
-from evals.store.local.cache import Identity
+from evals.store.keys import Identity
 from tests.reliability.fakeserver import ROOT, FakeServer, reaction_answer, reaction_command, script_env
 from tests.reliability.helpers import write_corpus
 

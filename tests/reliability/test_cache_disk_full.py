@@ -17,9 +17,12 @@ from typing import Any
 import pytest
 
 from attest.errors import run_reporting_errors
-from evals.engine.pipeline import CachedChat, Planned, generate, plan
+from evals.engine.chat import CachedChat
+from evals.engine.pipeline import Planned, generate, plan
 from evals.reaction_eval import TASK, load_cases
-from evals.store.local.cache import Identity, JSONDisk, ResponseCache
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
+from evals.store.local.cache_db import JSONDisk
 from tests.fakes import RecordingChat
 from tests.reliability.fakeserver import reaction_answer
 

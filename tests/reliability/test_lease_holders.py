@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.store.local.cache import CacheError, LeaseTimeout, ResponseCache
+from evals.store.local.cache import LeaseTimeout, ResponseCache
+from evals.store.local.cache_db import CacheError
 from tests.reliability.fakeserver import ROOT
 
 KEY = "ab" * 32
@@ -45,8 +46,10 @@ with cache.lease(sys.argv[2]) as mine:
 _GENERATE = """
 import hashlib, json, os, sys, time
 from pathlib import Path
-from evals.store.local.cache import Identity, ResponseCache
-from evals.engine.pipeline import CachedChat, generate, plan
+from evals.store.keys import Identity
+from evals.store.local.cache import ResponseCache
+from evals.engine.chat import CachedChat
+from evals.engine.pipeline import generate, plan
 from evals.reaction_eval import TASK, load_cases
 from tests.fakes import RecordingChat
 
@@ -119,7 +122,7 @@ def test_a_suspended_holder_is_waited_for_once_then_one_line(tmp_path: Path, hol
         message = str(raised.value)
         assert "\n" not in message and isinstance(raised.value, CacheError)
         assert f"sample {KEY[:12]}" in message and f"pid {holder.pid}" in message, message
-        assert "after 0.3 s" in message and "python -m evals.store.local.cache unlock --cache-dir" in message, message
+        assert "after 0.3 s" in message and "python -m evals.unlock --cache-dir" in message, message
         assert len(notes) == 1, "the wait is announced once per holder, not once per try"
         assert f"sample {KEY[:12]}" in notes[0] and f"pid {holder.pid}" in notes[0], notes
         assert f"kill -CONT {holder.pid}" in notes[0] and "at most 0.3 s" in notes[0], notes

@@ -21,10 +21,11 @@ from pydantic import BaseModel
 from attest.backends.stub import StubBackend
 from attest.backends.types import ChatResponse, Message
 from evals import reaction_eval
+from evals.engine.chat import CachedChat, MemoryCache, unsampled
 from evals.engine.execute import IN_PROCESS, RunSpec, execute
-from evals.engine.pipeline import CachedChat, MemoryCache, unsampled
 from evals.store import refs
-from evals.store.records import DirStore, Manifest
+from evals.store.models import Manifest
+from evals.store.records import DirStore
 from tests.test_runs_cli import cli
 
 pytestmark = pytest.mark.timeout(120)
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _stub(messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
-    return StubBackend().chat_json(messages, schema)
+    return StubBackend(answer=reaction_eval.TASK.stub_answer).chat_json(messages, schema)
 
 
 class _OrderedStore(DirStore):
@@ -84,14 +85,14 @@ import sys, time
 from pathlib import Path
 from evals import reaction_eval
 from evals.engine.execute import IN_PROCESS, RunSpec, execute
-from evals.engine.pipeline import CachedChat, MemoryCache, unsampled
+from evals.engine.chat import CachedChat, MemoryCache, unsampled
 from evals.store.records import DirStore
 from attest.backends.stub import StubBackend
 
 def answer(messages, schema):
     print("answering", flush=True)
     time.sleep(60)
-    return StubBackend().chat_json(messages, schema)
+    return StubBackend(answer=reaction_eval.TASK.stub_answer).chat_json(messages, schema)
 
 cases = reaction_eval.load_cases(split="dev")[:3]
 spec = RunSpec(reaction_eval.TASK, cases, cases, reaction_eval.TASK.corpus, "dev")

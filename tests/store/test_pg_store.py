@@ -45,8 +45,8 @@ def test_answers_round_trip_as_json_with_provenance(pg: Pg, pg_url: str, tmp_pat
 
 
 def test_run_records_round_trip_and_say_who(pg_url: str, tmp_path: Path) -> None:
+    from evals.engine.chat import unsampled
     from evals.engine.execute import evaluate
-    from evals.engine.pipeline import unsampled
     from evals.reaction_eval import TASK, load_cases
     from tests.fakes import RecordingChat
 
@@ -61,7 +61,9 @@ def test_run_records_round_trip_and_say_who(pg_url: str, tmp_path: Path) -> None
         assert store.runs.run_ids() == [run_id]
         assert store.runs.manifest(run_id) == memory.manifest(run_id)
         assert store.runs.report(run_id) == memory.report(run_id)
-        author = store.runs.authors()[run_id]  # type: ignore[attr-defined]
+        authors = store.runs.authors()
+        assert authors is not None
+        author = authors[run_id]
         assert author.host and author.user
     finally:
         store.close()

@@ -34,6 +34,7 @@ from typing import Any
 
 import psycopg
 
+from attest.errors import AttestError
 from evals.store.keys import Entry, entry_from_json
 from evals.store.local.cache import LeaseTimeout
 from evals.store.local.cache_db import canonical_json
@@ -185,6 +186,13 @@ class PgAnswers:
                 f"(at most {self.lease_wait_s:g} s each)"
             )
         time.sleep(_POLL_S)
+
+    def unlock(self) -> int:
+        """Nothing to drop: a claim here ends with the connection that holds it."""
+        return 0
+
+    def collect(self, keep: set[str], *, before: float, dry_run: bool = True) -> tuple[int, int]:
+        raise AttestError(f"answers are collected in the local cache only, not in {self.where}: drop --store")
 
     def close(self) -> None:
         with suppress(psycopg.Error):

@@ -7,27 +7,17 @@ for a manifest, its git commit, so `runs list --store URL` shows who made each r
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
 import psycopg
 
-from evals.store.models import Manifest, Record, RecordError, decode
+from evals.store.models import Manifest, Record, RecordError, RunAuthor, decode
 from evals.store.postgres.connection import describe, guard, who
 from evals.store.records import RunError, RunStore
 
-__all__ = ["PgRuns", "RunAuthor"]
+__all__ = ["PgRuns"]
 
 M = TypeVar("M", bound=Record)
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as DirStore's
-
-
-class RunAuthor(Record, frozen=True, kw_only=True):
-    """Who saved a run's manifest."""
-
-    host: str
-    user: str
-    git_commit: str | None
 
 
 class PgRuns(RunStore):
@@ -40,8 +30,7 @@ class PgRuns(RunStore):
         self._host, self._user = who()
 
     def _check(self, run_id: str) -> None:
-        if not _RUN_ID.fullmatch(run_id):
-            raise RunError(f"{run_id!r} is not a run id (letters, digits, '.', '_', '-'): list them with `runs list`")
+        self.check_id(run_id)
 
     def run_ids(self) -> list[str]:
         with guard("list the runs", self._url):

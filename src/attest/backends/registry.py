@@ -28,7 +28,7 @@ REGISTRY: dict[str, Factory] = {
     "ollama": lambda settings, client, _say: make_ollama(settings, client),
     "openai": lambda settings, client, _say: make_openai(settings, client),
     "local": lambda settings, client, _say: make_local(settings, client),
-    "stub": lambda settings, _client, _say: StubBackend(settings.options),
+    "stub": lambda settings, _client, _say: StubBackend(settings.options, settings.stub_answer),
 }
 KINDS: tuple[str, ...] = tuple(REGISTRY)
 

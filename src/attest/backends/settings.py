@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from attest.backends.endpoint import Endpoint, check_api_key, host_problem
 from attest.backends.retry import RetryPolicy
-from attest.backends.types import DEFAULT_OPTIONS
+from attest.backends.types import DEFAULT_OPTIONS, StubAnswer
 from attest.errors import ConfigError
 
 __all__ = [
@@ -47,6 +47,7 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     openai_api_key: str | None = field(default=None, repr=False)
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+    stub_answer: StubAnswer | None = field(default=None, repr=False, compare=False)  # what `stub` answers with
 
     @property
     def ollama_host(self) -> str:

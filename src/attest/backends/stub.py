@@ -1,9 +1,11 @@
-"""The `stub` backend: a deterministic offline model, keyword overlap for all three task schemas.
+"""The `stub` backend: a deterministic offline model that answers through the answerer it is given.
 
-It reads the labelled lines the renderers write (`Interests:`, `Title:`, `Summary:`)
-from the last user message. It knows nothing a real model would not be told. It is
-the offline mode, the test double for whole-pipeline tests, and the baseline a real
-model must beat.
+The backend knows no schema: each task brings its answerer (`attest.backends.types.StubAnswer`,
+an eval task's `Task.stub_answer`). The app's three features have theirs here, keyword
+overlap read from the labelled lines the renderers write (`Interests:`, `Title:`, `Summary:`)
+in the last user message: `tags_answer`, `reaction_answer`, `explanation_answer`. They know
+nothing a real model would not be told. The stub is the offline mode, the test double for
+whole-pipeline tests, and the baseline a real model must beat.
 """
 
 from __future__ import annotations
@@ -14,20 +16,22 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attest.backends.types import DEFAULT_OPTIONS, ChatResponse, Message
+from attest.backends.types import DEFAULT_OPTIONS, ChatResponse, Message, StubAnswer
+from attest.errors import AttestError
 from attest.vocab import REFUSAL
 
-__all__ = ["StubBackend", "answer", "content_words"]
+__all__ = ["StubBackend", "content_words", "explanation_answer", "reaction_answer", "tags_answer"]
 
 
 class StubBackend:
-    """A deterministic offline model: keyword overlap between the reader and the item."""
+    """A deterministic offline model: `answer` (the task's stub answerer) on each request."""
 
     kind = "stub"
     model = "stub-keyword-overlap-v1"
 
-    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, options: Mapping[str, Any] | None = None, answer: StubAnswer | None = None) -> None:
         self.options = dict(options or DEFAULT_OPTIONS)
+        self.answer = answer
 
     def digest(self) -> str:
         return "stub-v2"  # v2: reasoning names the item's words as written, not their stems
@@ -36,8 +40,13 @@ class StubBackend:
         self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None = None
     ) -> ChatResponse:
         """The keyword-overlap answer; deterministic, so `seed` changes nothing."""
+        if self.answer is None:
+            raise AttestError(
+                f"the stub backend has no answerer for this request (schema {schema.get('title', '?')!r}): "
+                "the task must supply one (Task.stub_answer), or run it on a model backend"
+            )
         start = time.perf_counter()
-        text = json.dumps(answer(str(schema.get("title", "")), messages[-1]["content"] if messages else "", schema))
+        text = json.dumps(self.answer(messages, schema))
         return ChatResponse(text, time.perf_counter() - start, None, None, self.model, self.digest())
 
     def close(self) -> None:
@@ -197,17 +206,32 @@ def _field(prompt: str, label: str) -> str:
     return match.group(1) if match else ""
 
 
-def answer(task: str, prompt: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The stub's JSON answer for the schema titled `task`, given the rendered user prompt."""
+def _prompt(messages: Sequence[Message]) -> str:
+    return messages[-1]["content"] if messages else ""
+
+
+def _overlap(prompt: str) -> tuple[str, list[str]]:
+    """The item's title, and the words (as the item writes them) it shares with the reader's interests."""
     title, summary = _field(prompt, "Title"), _field(prompt, "Summary")
-    item = content_words(f"{title} {summary}")
-    if task == "ItemTags":
-        return {"tags": _tags(item, schema)}
     written = _as_written(f"{title} {summary}")
-    overlap = sorted(written[stem] for stem in content_words(_field(prompt, "Interests")) & item)
-    if task == "Reaction":
-        return _reaction(title, overlap)
-    return _explanation(overlap)
+    shared = content_words(_field(prompt, "Interests")) & content_words(f"{title} {summary}")
+    return title, sorted(written[stem] for stem in shared)
+
+
+def tags_answer(messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Tagging: up to three tags of the schema's vocabulary whose words the item uses."""
+    prompt = _prompt(messages)
+    return {"tags": _tags(content_words(f"{_field(prompt, 'Title')} {_field(prompt, 'Summary')}"), schema)}
+
+
+def reaction_answer(messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Reaction: yes when the item shares two or more words with the reader's interests."""
+    return _reaction(*_overlap(_prompt(messages)))
+
+
+def explanation_answer(messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Explanation: one shared word in a sentence, or the refusal when nothing is shared."""
+    return _explanation(_overlap(_prompt(messages))[1])
 
 
 def _tags(item: set[str], schema: Mapping[str, Any]) -> list[str]:

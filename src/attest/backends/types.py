@@ -6,15 +6,18 @@ scorers and the cache may import it without importing any backend.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from attest.errors import AttestError
 
-__all__ = ["DEFAULT_OPTIONS", "Backend", "BackendError", "ChatJSON", "ChatResponse", "Message"]
+__all__ = ["DEFAULT_OPTIONS", "Backend", "BackendError", "ChatJSON", "ChatResponse", "Message", "StubAnswer"]
 
 Message = dict[str, str]
+# The stub backend's answer for one request: (the rendered messages, the JSON schema) -> the JSON object.
+# Each task brings its own (the app's three features: attest.backends.stub; an eval task: `Task.stub_answer`).
+StubAnswer = Callable[[Sequence[Message], Mapping[str, Any]], dict[str, Any]]
 
 # Sampling options every backend starts from: deterministic, and short enough for a small model.
 DEFAULT_OPTIONS: Mapping[str, Any] = {"temperature": 0.0, "seed": 42, "max_tokens": 400}
