@@ -2,8 +2,9 @@
 
 BASE and CAND are run ids or `TASK@latest` / `TASK@previous`, narrowed with
 `,KEY=VALUE` pairs (`reaction@latest,backend=local,label=candidate`; keys backend,
-model, label, split) or `--base-filter` / `--cand-filter`; a reference that passed
-over newer runs that are not complete says so on stderr. The runs' reports give
+model, label, split, branch, commit (a prefix), subset) or `--base-filter` / `--cand-filter`.
+A reference passes over quick tries (`--limit`, `--case`) unless `subset=limit|case|any`, and
+one that passed over newer runs (not complete, or a subset) says so on stderr. The runs' reports give
 each case's scores (repeats are averaged within a case by `evals.analysis.comparison`), the
 corpus each run recorded gives each case's family, the manifests give what changed
 between the runs, and the cache gives the answers shown side by side. Nothing here
@@ -20,7 +21,8 @@ Refused in one line (exit 1): a run compared with itself; runs of different task
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
 or label differ between the runs (each manifest records every case's sha256).
 
-`--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
+`--summary FILE` appends the markdown comparison to FILE (GitHub's `$GITHUB_STEP_SUMMARY`), never
+overwriting what is there. `--html FILE` also writes the comparison's page (evals/render/html.py; `-`: the page alone on
 standard output).
 
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
@@ -37,7 +39,7 @@ import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.errors import run_main
 from attest.options import OneLineErrorParser, at_least
@@ -45,13 +47,17 @@ from attest.text import printable
 from evals.analysis.comparison import EXIT_CODES, CaseChange, Comparison, RunScores, compare, compare_all, exit_code
 from evals.analysis.pairing import Run, load_run, pair
 from evals.cli.options import margin_type
+from evals.cli.prices import PRICES_HELP, load_prices
 from evals.render.comparison_text import to_text
 from evals.store.models import Manifest
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
 from evals.store.records import RunError
-from evals.store.refs import parse_filter, resolve
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.refs import Resolved, UnknownTaskRef, parse_filter, resolve
+from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_store_url
+
+if TYPE_CHECKING:
+    from evals.analysis.tokens import PriceList
 
 __all__ = ["main", "with_answers"]
 
@@ -95,7 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Pair two runs case by case and decide: ship (exit 0), inconclusive (3) or regress (4); "
         "1 is an error, 2 a usage error. BASE and CAND are run ids or TASK@latest / TASK@previous, "
         "narrowed by KEY=VALUE pairs after a comma (TASK@latest,backend=local,model=NAME,label=LABEL; "
-        "keys backend, model, label, split); with --all they are @latest or @previous and every task is "
+        "keys backend, model, label, split, branch, commit (a prefix), subset=limit|case|any; quick tries "
+        "(--limit, --case) are passed over unless subset= asks for them); with --all they are @latest or "
+        "@previous and every task is "
         "decided together (Holm). Opens with what differs between the runs; when more than one of prompt, "
         "model and options differ the verdict is inconclusive (exit 3) unless --accept-mixed.",
     )
@@ -118,9 +126,18 @@ def _parser() -> argparse.ArgumentParser:
         "--accept-mixed", action="store_true", help="decide even when more than one of prompt, model, options differ"
     )
     parser.add_argument(
-        "--base-filter", default="", metavar="K=V,...", help="narrow BASE: backend=,model=,label=,split="
+        "--base-filter",
+        default="",
+        metavar="K=V,...",
+        help="narrow BASE: backend=,model=,label=,split=,branch=,commit=,subset=",
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
+    parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
+    parser.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="also append the markdown comparison to FILE (never overwritten), as to $GITHUB_STEP_SUMMARY",
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON (every changed case, with both answers)")
     out.add_argument("--markdown", action="store_true", help="print a PR comment (under 60,000 characters)")
@@ -149,6 +166,7 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    args.price_list = load_prices(args.prices)
     cache_dir = resolve_cache_dir(args.cache_dir)
     url = resolve_store_url(args.store)
     # no answers ever cached here: the records alone, and no cache created
@@ -170,12 +188,27 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
         found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
     found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
     if args.html is not None:
-        _write_html(found, scores, store, cache, args.html)
+        _write_html(found, scores, store, cache, args.html, args.price_list)
     if args.html != "-":
-        _print(found, args)
+        _print(found, pairs, args)
+    if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
+        _append_summary(found, args.summary)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
+
+
+def _append_summary(found: list[Comparison], target: str) -> None:
+    """Append the comparison as markdown to `target` (a step summary gathers every step's)."""
+    from evals.render.comparison_markdown import to_markdown
+
+    try:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
+    except OSError as exc:
+        raise RunError(
+            f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
+        ) from None
 
 
 def _task_names() -> tuple[str, ...]:
@@ -190,11 +223,12 @@ def _write_html(
     store: Runs,
     cache: Answers | None,
     target: str,
+    prices: PriceList | None,
 ) -> None:
     from evals.render.html import write_page
     from evals.render.pages import comparison_html
 
-    write_page(comparison_html(found, scores, store, cache), target)
+    write_page(comparison_html(found, scores, store, cache, prices), target)
 
 
 def _load_pair(store: Runs, base: str, cand: str, args: argparse.Namespace) -> tuple[Run, Run]:
@@ -203,27 +237,44 @@ def _load_pair(store: Runs, base: str, cand: str, args: argparse.Namespace) -> t
         (base, args.base_filter, "--base-filter"),
         (cand, args.cand_filter, "--cand-filter"),
     ):
-        found = resolve(store, ref, parse_filter(narrowing, option))
+        found = _resolve(store, ref, parse_filter(narrowing, option))
         if found.skipped:
             print(printable(f"compare: {found.note(ref)}"), file=sys.stderr)
         runs.append(load_run(store, found.run_id))
     return runs[0], runs[1]
 
 
-def _print(found: list[Comparison], args: argparse.Namespace) -> None:
+def _resolve(store: Runs, ref: str, where: Mapping[str, str]) -> Resolved:
+    """`resolve`, naming the known tasks when a reference's task is none of them."""
+    try:
+        return resolve(store, ref, where)
+    except UnknownTaskRef as exc:
+        from evals import tasks  # the registry only on this error path: it costs compare its start-up
+
+        if exc.task not in tasks.names():
+            raise RunError(f"{ref!r}: unknown task {exc.task!r}; {tasks.known()}") from None
+        raise
+
+
+def _print(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argparse.Namespace) -> None:
+    from evals.render.comparison_tokens import token_json, token_lines
+
     if args.json:
         from evals.render.comparison_json import to_json  # here: each format's renderer only when asked for
 
         data: Any = to_json(found[0]) if len(found) == 1 else _all_json(found)
+        for one, (b, c) in zip(data["comparisons"] if len(found) > 1 else [data], pairs, strict=True):
+            one["runs"] = token_json(b, c, args.price_list)
         print(json.dumps(data, indent=1))
     elif args.markdown:
         from evals.render.comparison_markdown import to_markdown
 
         print(printable(to_markdown(found), multiline=True))
     else:
-        for x in found:
+        for x, (b, c) in zip(found, pairs, strict=True):
             print(printable(to_text(x), multiline=True), end="")
-            where = f" --cache-dir {args.cache_dir}" if args.cache_dir else ""
+            print(printable("\n".join(token_lines(b, c, args.price_list)), multiline=True))
+            where = hint_options(args.cache_dir, args.store)
             print(printable(f"see a case: python -m evals.runs{where} show {x.cand_run} --case ID"))
 
 

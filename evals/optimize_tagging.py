@@ -211,8 +211,8 @@ def _optimise(
         budgeted, train, seed=args.seed, max_demos=args.max_demos, instructions=BASELINE.instructions, label=label
     )
     dev_chat = CachedChat.from_backend(backend, cache, identity)
-    baseline = run_prompt(dev_chat, store, judged, BASELINE, "optimiser baseline", split=args.split)
-    candidate = run_prompt(dev_chat, store, judged, found.prompt, "optimiser candidate", split=args.split)
+    baseline = run_prompt(dev_chat, store, judged, BASELINE, f"{args.label} baseline", split=args.split)
+    candidate = run_prompt(dev_chat, store, judged, found.prompt, f"{args.label} candidate", split=args.split)
     runs = Run(baseline.manifest, baseline.report), Run(candidate.manifest, candidate.report)
     decision = gate(store, *runs, margin=args.margin)  # the ship decision, recorded beside the candidate
     comparison = compare(*pair(*runs), margin=args.margin)  # the same pairing, for the printed figures

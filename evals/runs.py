@@ -3,11 +3,14 @@
 - `list`: one row per run, newest first (id, task, status, backend, model, split, n,
   prompt fingerprint, score, age); `--task`, `--json`. Runs unchanged since the last
   listing come from `runs/.index.json` (evals/store/local/run_index.py), so 1,000 runs list at once.
+- `trend TASK [--branch B] [--label L] [--limit N] [--html FILE]`: the task's score over its complete
+  whole-split runs, oldest first, with what changed between them (evals/cli/trend.py).
 - `show RUN [--case ID]`: the run's provenance and system prompts, then per case the
   answer text from the cache, its score and the scorer's errors; `--html FILE` writes the
   run's page instead (one offline HTML file, evals/render/html.py; `-` for stdout).
-- `prune --incomplete | --older-than DAYS | --keep-last N`: removes run directories
-  (a dry run unless `--yes`), never a run another process is writing.
+- `prune --incomplete | --subsets | --older-than DAYS | --keep-last N`: removes run directories
+  (a dry run unless `--yes`), never a run another process is writing; `--keep-last` counts complete
+  whole-split runs, so quick tries never push a baseline out (evals/cli/prune.py).
 - `gc`: removes cache entries that no remaining run references (dry run unless `--yes`).
 
 - `push` / `pull` (with `--store URL` or ATTEST_STORE): copy answers and run records from the
@@ -15,8 +18,6 @@
 
 With `--store URL` (or ATTEST_STORE), `list`, `show` read the team's store; `list` then
 also shows who made each run (user@host, git commit). `prune` and `gc` act on the local cache.
-
-RUN is a run id, or `TASK@latest` / `TASK@previous`.
 
 RUN is a run id, or `TASK@latest` / `TASK@previous`.
 """
@@ -37,7 +38,7 @@ from evals.store.models import Decision, Manifest, Prompts, Report
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
 from evals.store.records import RunError
-from evals.store.refs import RunRow, list_runs, resolve_ref
+from evals.store.refs import list_runs, resolve
 from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
 
@@ -89,6 +90,13 @@ def _list(store: Runs, args: argparse.Namespace) -> int:
     return 0
 
 
+def _trend(store: Runs, cache_dir: Any, args: argparse.Namespace) -> int:
+    from evals.cli.trend import run_trend
+
+    _known_task(store, args.task)
+    return run_trend(store, cache_dir, args)
+
+
 def _known_task(store: Runs, task: str | None) -> str | None:
     """`task` when it names a task; an unknown one is an error naming the known ones, not an empty table."""
     if task is None:
@@ -133,7 +141,10 @@ def _show(url: str | None, cache_dir: Any, args: argparse.Namespace) -> int:
     try:
         if "@" in args.run:
             _known_task(store, args.run.partition("@")[0])
-        run_id = resolve_ref(store, args.run)
+        found = resolve(store, args.run)
+        if found.skipped:
+            print(printable(f"runs: {found.note(args.run)}"), file=sys.stderr)
+        run_id = found.run_id
         if args.html is not None:
             if args.case is not None:
                 raise AttestError("--html writes the whole run's page; drop --case (the page filters by text)")
@@ -166,50 +177,6 @@ def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
     except (tasks.UnknownTaskError, ValueError):
         return None
     return stub_texts(task, cases)
-
-
-def _doomed(store: Runs, args: argparse.Namespace) -> list[RunRow]:
-    rows = list_runs(store)
-    doomed: list[RunRow] = []
-    if args.incomplete:
-        doomed += [r for r in rows if r.summary is None or r.summary.status != "complete"]
-    if args.older_than is not None:
-        cutoff = time.time() - args.older_than * 86400
-        doomed += [r for r in rows if r.summary is not None and r.summary.created < cutoff]
-    if args.keep_last is not None:
-        kept: dict[str, int] = {}
-        for r in rows:  # newest first
-            if r.summary is not None and r.summary.status == "complete":
-                kept[r.summary.task] = kept.get(r.summary.task, 0) + 1
-                if kept[r.summary.task] > args.keep_last:
-                    doomed.append(r)
-    return list({r.run_id: r for r in doomed}.values())
-
-
-def _prune(store: Runs, args: argparse.Namespace) -> int:
-    if not (args.incomplete or args.older_than is not None or args.keep_last is not None):
-        raise AttestError("say what to prune: --incomplete, --older-than DAYS or --keep-last N")
-    removed = 0
-    for row in _doomed(store, args):
-        if not args.yes:
-            busy = store.busy(row.run_id)
-            print(f"keep   {row.run_id} (another process is writing it)" if busy else f"would remove {row.run_id}")
-            continue
-        removed += _remove(store, row.run_id)
-    if not args.yes:
-        print("dry run: nothing removed; add --yes to remove these")
-    else:
-        print(f"removed {removed} run(s)")
-    return 0
-
-
-def _remove(store: Runs, run_id: str) -> int:
-    """Remove a run holding its lock, so no writer can start on it meanwhile; 0 when another process writes it."""
-    if not store.remove(run_id):
-        print(f"keep   {run_id} (another process is writing it)")
-        return 0
-    print(f"remove {run_id}")
-    return 1
 
 
 def _gc(store: Runs, cache: Answers, args: argparse.Namespace) -> int:
@@ -248,16 +215,30 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument(
         "--html", metavar="FILE", help="write the run's page (one offline HTML file) to FILE; - for stdout"
     )
+    trend = sub.add_parser("trend", help="a task's score over its complete whole-split runs, oldest first")
+    trend.add_argument("task", metavar="TASK", help="the task")
+    trend.add_argument("--branch", help="only runs made on this git branch")
+    trend.add_argument("--label", help="only runs with this label")
+    trend.add_argument("--limit", type=at_least(1), metavar="N", help="only the newest N runs")
+    trend.add_argument(
+        "--html", metavar="FILE", help="also write the trend's page (one offline HTML file); - for stdout"
+    )
     prune = sub.add_parser("prune", help="remove run directories (a dry run unless --yes)")
     prune.add_argument("--incomplete", action="store_true", help="runs that never completed (or are unreadable)")
     prune.add_argument("--older-than", type=_days, metavar="DAYS", help="runs created more than DAYS days ago")
-    prune.add_argument("--keep-last", type=at_least(1), metavar="N", help="all but the newest N complete runs per task")
+    prune.add_argument("--subsets", action="store_true", help="quick tries: runs of --limit N or --case ID")
+    prune.add_argument(
+        "--keep-last",
+        type=at_least(1),
+        metavar="N",
+        help="all but the newest N complete whole-split runs per task (quick tries go by --subsets)",
+    )
     prune.add_argument("--yes", action="store_true", help="remove them (default: only say what would go)")
     gc = sub.add_parser("gc", help="remove cache entries no remaining run references (a dry run unless --yes)")
     gc.add_argument("--yes", action="store_true", help="remove them (default: only count them)")
     push = sub.add_parser("push", help="copy the local cache's answers and runs into the store (--store, ATTEST_STORE)")
     pull = sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
-    for command in (ls, show, prune, gc, push, pull):  # the shared options before or after the subcommand
+    for command in (ls, show, trend, prune, gc, push, pull):  # the shared options before or after the subcommand
         command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
         command.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
     return parser
@@ -287,14 +268,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "show":
         return _show(url, cache_dir, args)
-    if args.command != "list" and url is not None:
+    if args.command not in ("list", "trend") and url is not None:
         raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
-    opened = open_store(url, cache_dir, answers=args.command == "gc")  # list and prune read the records alone
+    opened = open_store(url, cache_dir, answers=args.command == "gc")  # list, trend and prune read the records
     try:
         if args.command == "list":
             return _list(opened.runs, args)
+        if args.command == "trend":
+            return _trend(opened.runs, cache_dir, args)
         if args.command == "prune":
-            return _prune(opened.runs, args)
+            from evals.cli.prune import prune
+
+            return prune(opened.runs, args)
         return _gc(opened.runs, opened.answers, args)
     finally:
         opened.close()

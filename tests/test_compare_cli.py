@@ -142,7 +142,9 @@ def test_task_at_latest_and_previous_name_the_newest_complete_runs(
     assert by_ref.json() == by_id.json()
     assert run_compare(capsys, runs.cache, "tagging@latest", "tagging@previous").code == 4
     err = one_line_error(run_compare(capsys, runs.cache, "reaction@latest", "tagging@latest"))
-    assert "reaction" in err and "0 complete run(s)" in err
+    assert "no run of reaction in" in err
+    err = one_line_error(run_compare(capsys, runs.cache, "reactoin@latest", "tagging@latest"))
+    assert "unknown task 'reactoin'; the known tasks are " in err
 
 
 def test_an_unknown_run_id_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

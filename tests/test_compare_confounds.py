@@ -139,7 +139,9 @@ def test_a_reference_says_when_it_skipped_newer_unfinished_runs(
     assert result.code == 0
     assert result.err.count("\n") == 1
     # its writer is gone (no process holds its lock), so it lists as interrupted
-    assert f"skipped 1 newer run(s) that are not complete ({unfinished} (interrupted)); using {runs.cand}" in result.err
+    assert (
+        f"skipped 1 newer run(s) that are not complete or ran a subset ({unfinished} (interrupted)); using {runs.cand}"
+    ) in result.err
 
 
 # --- markdown and JSON escape what text escapes -----------------------------------------------------------

@@ -241,7 +241,8 @@ def test_markdown_stays_under_the_comment_limit_and_says_what_it_left_out() -> N
     assert "more not shown: the comment would pass 60,000 characters" in md
     assert "more families." in md and "more keys differ." in md
     assert md.index("**What differs:**") < md.index("| baseline |")  # it opens with what differs
-    assert re.search(rf"\*\*Regressed \({len(x.regressed)}\):\*\* `case-.*, and \d+ more\n", md)
+    folded = rf"<details><summary>Regressed \({len(x.regressed)}\)</summary>\n\n`case-.*, and \d+ more\n\n</details>"
+    assert re.search(folded, md)
     three = to_markdown([x, x, x])
     assert len(three) < MARKDOWN_LIMIT
     assert three.count("### tagging") == 3

@@ -255,7 +255,6 @@ COMMAND_LINES = {"runs", "compare", "rescore", "corpus_check", "optimize_tagging
 EVALS_LONG = {
     "evals/store/records.py": "split pending (the records engineer's round)",
     "evals/analysis/stats.py": "split pending (the verdict engineer's round)",
-    "evals/runs.py": "split pending: push/pull and the list's who-made-it columns landed beside list, show and prune",
 }
 
 

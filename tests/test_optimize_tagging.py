@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,7 @@ from evals import tagging_eval
 from evals.cli import tagging_search
 from evals.corpus.cases import TaggingCase
 from evals.engine.chat import CachedChat, CacheOnlyChat, unsampled
+from evals.store import refs
 from evals.store.keys import Identity
 from evals.store.local.cache import ResponseCache
 from evals.store.models import Decision
@@ -423,3 +425,17 @@ def test_a_backend_failure_mid_search_ends_the_run_at_once(
     assert len(ours) == 1, err
     assert ours[0].startswith("optimize-tagging: error: the server at http://127.0.0.1:")
     assert "failed (500: out of memory)" in ours[0]
+
+
+def test_label_names_the_optimisers_two_runs(optimiser: ModuleType, accepted: Accepted, tmp_path: Path) -> None:
+    store = DirStore(accepted.cache / "runs")
+    assert [store.manifest(r).label for r in accepted.first.runs] == ["optimiser baseline", "optimiser candidate"]
+    cache = tmp_path / "cache"
+    shutil.copytree(accepted.cache, cache)
+    run = _optimise(optimiser, cache, better, "--label", "demos-v2", "--output", str(tmp_path / "t.json"))
+    assert run.code == 0
+    labelled = DirStore(cache / "runs")
+    assert [labelled.manifest(r).label for r in run.runs] == ["demos-v2 baseline", "demos-v2 candidate"]
+    found = refs.resolve_ref(labelled, "tagging@latest,label=optimiser candidate")  # not the newer demos-v2 run
+    assert labelled.manifest(found).label == "optimiser candidate" and found != run.runs[1]
+    assert refs.resolve_ref(labelled, "tagging@latest,label=demos-v2 candidate") == run.runs[1]

@@ -293,7 +293,8 @@ def test_the_last_lines_are_the_runs_show_command_and_the_page(
 ) -> None:
     out, report = _run(name, tmp_path, capsys)
     page = tmp_path / "cache" / "runs" / report["run_id"] / "report.html"
-    assert out.splitlines()[-2] == f"  answers         python -m evals.runs show {report['run_id']}"
+    hint = f"--cache-dir {tmp_path / 'cache'}"  # the options it was given, so that it works when pasted
+    assert out.splitlines()[-2] == f"  answers         python -m evals.runs {hint} show {report['run_id']}"
     assert out.splitlines()[-1] == f"  page            {page}"
     assert page.read_text(encoding="utf-8").count("<tr data-case=") == len(report["results"])
 

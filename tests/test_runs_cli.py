@@ -35,7 +35,7 @@ from tests.test_records import hold_in_another_process
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
-SHOW_LINE = re.compile(r"^  answers +python -m evals\.runs show (\S+)$")
+SHOW_LINE = re.compile(r"^  answers +python -m evals\.runs --cache-dir \S+ show (\S+)$")
 PAGE_LINE = re.compile(r"^  page +(\S+/report\.html)$")
 
 
@@ -448,7 +448,7 @@ def test_newest_first_follows_creation_time_not_the_random_part_of_the_id(
 def test_show_case_latest_previous_and_reaction_reasoning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = eval_run(reaction_eval.TASK, tmp_path, capsys)
     code, _, err = cli(tmp_path, capsys, "show", "reaction@previous")
-    assert code == 1 and "1 complete run(s)" in err
+    assert code == 1 and "1 complete whole-split run(s)" in err
     one_line_error(err, "runs")
     second = eval_run(reaction_eval.TASK, tmp_path, capsys)
     code, latest, _ = cli(tmp_path, capsys, "show", "reaction@latest")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from attest.options import OneLineErrorParser, add_backend_options, at_least
-from evals.cli.options import margin_type
+from evals.cli.options import label_type, margin_type
 from evals.store.settings import STORE_HELP
 
 __all__ = ["DEFAULT_BUDGET", "DEFAULT_MAX_DEMOS", "DEFAULT_OUTPUT", "optimise_parser"]
@@ -55,6 +55,13 @@ def optimise_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument(
+        "--label",
+        type=label_type,
+        default="optimiser",
+        metavar="NAME",
+        help="label the two runs 'NAME baseline' and 'NAME candidate' (default optimiser)",
+    )
     parser.add_argument("--json", action="store_true", help="print the record of the run as JSON")
     add_backend_options(parser, default_backend="auto")
     return parser

@@ -20,6 +20,7 @@ from evals.engine.pipeline import EvalResult
 from evals.store.keys import Identity
 from evals.store.models import Decision
 from evals.store.records import new_run_id, write_atomic
+from evals.store.settings import hint_options
 from evals.tagging_eval import TASK
 
 __all__ = [
@@ -71,7 +72,7 @@ def write_artifact(path: Path, prompt: TagPrompt) -> Path:
 
 
 def compare_command(args: argparse.Namespace, outcome: Outcome) -> str:
-    where = f" --cache-dir {args.cache_dir}" if args.cache_dir else ""
+    where = hint_options(args.cache_dir, args.store)
     margin = f" --margin {args.margin:g}" if args.margin else ""
     return f"python -m evals.compare{where}{margin} {outcome.baseline_run.run_id} {outcome.candidate_run.run_id}"
 

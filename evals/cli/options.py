@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["margin_type"]
+__all__ = ["label_type", "margin_type"]
 
 
 def margin_type(text: str) -> float:
@@ -17,3 +17,10 @@ def margin_type(text: str) -> float:
     if not (math.isfinite(value) and 0.0 <= value < 1.0):
         raise argparse.ArgumentTypeError(f"{text!r}: the margin is a gain in [0, 1) fixed before looking")
     return value
+
+
+def label_type(text: str) -> str:
+    """An argparse type: a run's label, one printable line of at most 200 characters."""
+    if len(text) > 200 or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}...: a label is one printable line of at most 200 characters")
+    return text

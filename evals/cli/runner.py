@@ -3,7 +3,8 @@
 `python evals/run_reaction_eval.py --backend local --split dev` and friends are
 thin wrappers over `main(task, argv)`. `main` takes the backend factory, so tests
 pass a fake instead of patching this module. After the report, the run's page is
-written beside its records (`cache/runs/<id>/report.html`) and its path is the last line.
+written beside its records (`cache/runs/<id>/report.html`; for a team's store, into the local
+cache at `cache/pages/<id>/report.html`) and its path is the last line.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
 from evals.analysis.annotate import annotate, degenerate_warnings, stub_answers
+from evals.cli.options import label_type
+from evals.cli.prices import PRICES_HELP, load_prices
 from evals.engine.chat import CachedChat
 from evals.engine.execute import RunOutcome, RunSpec, execute
 from evals.engine.pipeline import load_cases
@@ -36,7 +39,7 @@ from evals.render.report import print_report, write_run_page
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.protocols import Runs
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_lease_wait, resolve_store_url
+from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_lease_wait, resolve_store_url
 
 __all__ = ["BackendFactory", "main"]
 
@@ -64,6 +67,13 @@ def _parser(task: Task[Any], prog: str | None = None) -> argparse.ArgumentParser
     parser.add_argument(
         "--case", action="append", default=[], metavar="ID", help="only this case (repeatable; recorded in the run)"
     )
+    parser.add_argument(
+        "--label",
+        type=label_type,
+        default="",
+        metavar="NAME",
+        help="a name for this run (baseline, candidate...): narrow refs with label=",
+    )
     parser.add_argument("--repeat", type=at_least(1), default=1, help="samples per case, 1 or more (default 1)")
     parser.add_argument(
         "--temperature", type=_unit_float, help="sampling temperature, 0-2 (default 0; in the cache key)"
@@ -85,6 +95,7 @@ def _parser(task: Task[Any], prog: str | None = None) -> argparse.ArgumentParser
     parser.add_argument(
         "--offline", action="store_true", help="use the stub backend: no model, no network (same as --backend stub)"
     )
+    parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument("--worst", type=at_least(0), default=5, help="how many of the worst cases to show (default 5)")
     add_backend_options(parser, default_backend="auto")
@@ -141,13 +152,16 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
         cases = named(cases, args.case, f"the {args.split} split of {corpus_path}")
     if args.limit is not None:
         cases = stratified(cases, args.limit)
+    args.price_list = load_prices(args.prices)  # before any model call: a bad price list costs nothing
     cache_dir = resolve_cache_dir(args.cache_dir)
     store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
         backend = backend_factory(dataclasses.replace(settings_from(args), stub_answer=task.stub_answer))
         try:
             only = tuple(dict.fromkeys(args.case))
-            spec = RunSpec(task, cases, corpus, corpus_path, args.split, args.repeat, limit=args.limit, only=only)
+            spec = RunSpec(
+                task, cases, corpus, corpus_path, args.split, args.repeat, label=args.label, limit=args.limit, only=only
+            )
             outcome = _generate_and_score(spec, args, store, backend)
         finally:
             backend.close()
@@ -188,16 +202,19 @@ def _show(outcome: RunOutcome, args: argparse.Namespace, store: Runs, warnings: 
     outcome = annotate(outcome, store, stub=stub)
     store.save(outcome.run_id, "report", outcome.report)  # report.json carries what the table shows
     degenerate = degenerate_warnings(outcome, texts, stub=stub)
+    hint = hint_options(args.cache_dir, args.store)
     page_dir = store.page_dir(outcome.run_id)
     if args.json:
         print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
-        print_report(outcome, page_dir or store.where, worst=args.worst, degenerate=degenerate)
-    if page_dir is None:  # a team's store: the page is written on demand (`runs show ID --html FILE`)
-        return
+        shown = page_dir or store.where
+        print_report(outcome, shown, worst=args.worst, degenerate=degenerate, hint=hint, prices=args.price_list)
+    # a team's store keeps records, not pages: its run's page goes into the local cache, as any run's does
+    page_dir = page_dir or resolve_cache_dir(args.cache_dir) / "pages" / outcome.run_id
     try:
-        page = write_run_page(outcome, store, page_dir, texts, degenerate)  # after the report, from the records
+        page = write_run_page(outcome, store, page_dir, texts, degenerate, args.price_list)
     except (OSError, ValueError, ImportError) as exc:  # the report is saved: a page that fails loses nothing
-        print(f"warning: report.html not written ({exc}); `runs show ID --html FILE` retries", file=sys.stderr)
+        retry = f"`python -m evals.runs{hint} show {outcome.run_id} --html FILE` retries"
+        print(f"warning: report.html not written ({exc}); {retry}", file=sys.stderr)
         return
     print(f"  page            {page}", file=sys.stderr if args.json else sys.stdout)

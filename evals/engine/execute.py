@@ -126,6 +126,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
     schema = spec.task.schema
     first = [p.messages for p in planned if p.sample == 0]
     commit, dirty = provenance.git_state() if record_git else (None, None)
+    branch = provenance.git_branch() if record_git else None
     prompts = provenance.system_prompts(first)
     return Manifest(
         run_id=run_id,
@@ -149,6 +150,7 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
             scorer_fingerprint=provenance.scorer_fingerprint(spec.task.score_one),
             git_commit=commit,
             git_dirty=dirty,
+            git_branch=branch,
             attest_version=provenance.version(),
             corpus=paths.corpus_ref(spec.corpus_path),
             corpus_sha256=corpus_digests(spec.corpus),
@@ -164,7 +166,7 @@ def report_of(manifest: Manifest, result: EvalResult, stats: GenerateStats | Non
     generate: dict[str, Any] = {}
     if stats is not None:
         generate = {"samples": stats.samples, "hits": stats.hits, "misses": stats.misses, "seconds": stats.seconds}
-        generate.update(workers=stats.workers, servers=stats.servers)
+        generate.update(workers=stats.workers, servers=stats.servers, tokens=stats.tokens)
     return Report(
         run_id=manifest.run_id,
         task=manifest.task,

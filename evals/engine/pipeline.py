@@ -89,6 +89,9 @@ class GenerateStats:
     warnings: list[str] = field(default_factory=list)
     workers: dict[str, int] = field(default_factory=dict)  # samples of this run each worker produced
     servers: dict[str, int] = field(default_factory=dict)  # ... and each model server
+    # tokens the servers reported for the run's answers: "in", "out", what cache hits saved ("saved_in",
+    # "saved_out") and how many answers reported none ("unreported")
+    tokens: dict[str, int] = field(default_factory=dict)
 
 
 Progress = Callable[[GenerateStats], None]
@@ -116,6 +119,7 @@ def generate(
     cached = chat.cache.get_many([p.key for p in planned])
     misses = [p for p in planned if cached[p.key] is None]
     stats.hits = len(planned) - len(misses)
+    hit = {p.key for p in planned if cached[p.key] is not None}
     if progress:
         progress(stats)
     lock = threading.Lock()
@@ -129,23 +133,37 @@ def generate(
                 return
             stats.hits += got[1]
             stats.misses += not got[1]
+            if got[1]:
+                hit.add(p.key)
             if progress:
                 progress(stats)
 
     run_bounded(lambda p: attempt(p, False), misses, concurrency)
     order = {p.key: n for n, p in enumerate(misses)}
     run_bounded(lambda p: attempt(p, True), sorted(held, key=lambda p: order[p.key]), concurrency)
-    _count_producers(stats, chat.cache, planned)
+    _count_producers(stats, chat.cache, planned, hit)
     stats.seconds = time.perf_counter() - start
     stats.warnings = list(chat.cache.warnings)
     return stats
 
 
-def _count_producers(stats: GenerateStats, cache: Answers, planned: Sequence[Planned]) -> None:
-    """How many of the run's samples each worker and each model server produced (unknown: stored before)."""
-    entries = [e for e in cache.get_many([p.key for p in planned]).values() if e is not None]
-    stats.workers = dict(Counter(e.worker or "unknown" for e in entries).most_common())
-    stats.servers = dict(Counter(e.server or "unknown" for e in entries).most_common())
+def _count_producers(stats: GenerateStats, cache: Answers, planned: Sequence[Planned], hit: set[str]) -> None:
+    """How many of the run's samples each worker and each model server produced (unknown: stored before),
+    and the tokens the servers reported for them (`hit`: the keys the cache answered, whose tokens it saved)."""
+    found = cache.get_many([p.key for p in planned])
+    entries = [(p.key, e) for p in planned if (e := found.get(p.key)) is not None]
+    stats.workers = dict(Counter(e.worker or "unknown" for _, e in entries).most_common())
+    stats.servers = dict(Counter(e.server or "unknown" for _, e in entries).most_common())
+    tokens = dict.fromkeys(("in", "out", "saved_in", "saved_out", "unreported"), 0)
+    for key, e in entries:
+        if e.prompt_tokens is None and e.completion_tokens is None:
+            tokens["unreported"] += 1
+        tokens["in"] += e.prompt_tokens or 0
+        tokens["out"] += e.completion_tokens or 0
+        if key in hit:
+            tokens["saved_in"] += e.prompt_tokens or 0
+            tokens["saved_out"] += e.completion_tokens or 0
+    stats.tokens = tokens
 
 
 # --- scoring ---------------------------------------------------------------------------

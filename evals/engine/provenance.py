@@ -26,6 +26,7 @@ from evals.store.local.cache_db import canonical_json
 
 __all__ = [
     "case_sha256",
+    "git_branch",
     "git_state",
     "prompt_fingerprint",
     "scorer_fingerprint",
@@ -123,6 +124,32 @@ def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
     except (OSError, subprocess.SubprocessError):
         return None, None
     return head or None, bool(status.strip())
+
+
+def git_branch(root: Path | None = None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The branch checked out at `root` (default: this one); None when detached, outside a checkout or without git.
+
+    In GitHub Actions (GITHUB_ACTIONS=true) the checkout is detached or a merge ref, so the branch is
+    GITHUB_HEAD_REF (a pull request's own branch) or else GITHUB_REF_NAME (the branch pushed to).
+    """
+    if environ.get("GITHUB_ACTIONS") == "true":
+        named = environ.get("GITHUB_HEAD_REF") or environ.get("GITHUB_REF_NAME")
+        if named:
+            return named
+    root = root or paths.CHECKOUT
+    if root is None:
+        return None
+    try:
+        name = subprocess.run(
+            ["git", "-C", str(root), "symbolic-ref", "--quiet", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return name or None
 
 
 def version() -> str:

@@ -28,6 +28,7 @@ from evals.render.comparison_words import (
 __all__ = ["MARKDOWN_LIMIT", "to_markdown"]
 
 MARKDOWN_LIMIT = 60_000  # a PR comment's size; GitHub refuses 65,536 and more
+FOLD = 8  # more changed cases than this fold into <details>
 VALUE_MD = 400  # a provenance value longer than this (none a run records is) is cut between words
 
 
@@ -71,6 +72,13 @@ def _ids(changes: Sequence[CaseChange], limit: int) -> str:
     return ", ".join(shown) + (f", and {len(changes) - limit} more" if len(changes) > limit else "")
 
 
+def _case_list(head: str, changes: Sequence[CaseChange], limit: int) -> str:
+    """The changed cases inline, or past `FOLD` of them folded into a `<details>` a reader opens."""
+    if len(changes) <= FOLD:
+        return f"**{head} ({len(changes)}):** {_ids(changes, limit)}"
+    return f"<details><summary>{head} ({len(changes)})</summary>\n\n{_ids(changes, limit)}\n\n</details>\n"
+
+
 def _markdown_one(x: Comparison, budget: int) -> str:
     """One comparison in about `budget` characters: lists and tables shrink with it, answers fill what is left."""
     p = x.paired
@@ -91,9 +99,9 @@ def _markdown_one(x: Comparison, budget: int) -> str:
     parts += [f"{note}." for note in (holm_note(x), advice(x).capitalize()) if note]
     parts.append(f"Minimum detectable effect: {x.detectable.format()}.")
     if x.regressed:
-        parts.append(f"**Regressed ({len(x.regressed)}):** {_ids(x.regressed, listed)}")
+        parts.append(_case_list("Regressed", x.regressed, listed))
     if x.improved:
-        parts.append(f"**Improved ({len(x.improved)}):** {_ids(x.improved, listed)}")
+        parts.append(_case_list("Improved", x.improved, listed))
     parts.append(_markdown_families(x, rows))
     text = "\n".join(parts)
     return text + _markdown_answers(x, budget - len(text))

@@ -102,6 +102,11 @@ def render_compare(pages: Sequence[ComparePage], overview: str | None) -> str:
     return _render("compare.html", title, pages=pages, svgs=svgs, families=families)
 
 
+def render_trend(task: str, rows: Sequence[Any], svg: str) -> str:
+    """A task's trend over its runs (rows from evals/render/page_trend.py; `svg` made by plots.py)."""
+    return _render("trend.html", f"attest: {task} over its runs", task=task, rows=rows, svgs={"trend": svg})
+
+
 def _metric(value: Any) -> str:
     if value is None:
         return "n/a"

@@ -12,11 +12,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evals.analysis.comparison import Comparison
 from evals.render import plots
 from evals.render.comparison_words import advice, holm_note, key_words, pct, reason, value_text
+from evals.render.page_run import short_hash
 
 __all__ = ["ComparePage", "PairRow", "compare_page_data", "diff_lines", "word_diff"]
 
@@ -33,6 +34,7 @@ class PairRow:
     base_answer: str
     cand_answer: str
     diff: list[tuple[str, str]]  # (op, text): " " same, "-" only in the baseline, "+" only in the candidate
+    title: str = ""  # the item's title (or first text input) from the corpus, when known
 
     @property
     def delta(self) -> float:
@@ -46,10 +48,11 @@ class ComparePage:
     notes: list[str]
     rows: list[PairRow]
     families: list[str]
-    changed: list[tuple[str, str, str]]  # (field, baseline value, candidate value)
+    changed: list[tuple[str, tuple[str, str], tuple[str, str]]]  # (field, (shown, full) per run); full "" if shown
     prompt_diff: list[tuple[str, str]]  # (kind, line): kind "-", "+", "@" or " "
     mixed: list[str]  # the kinds of thing that changed (prompt, model, options), when more than one did
     plots: dict[str, str] = field(default_factory=dict)
+    tokens: list[str] = field(default_factory=list)  # both runs' tokens and cost, as compare prints them
 
 
 def word_diff(a: str, b: str) -> list[tuple[str, str]]:
@@ -77,6 +80,7 @@ def compare_page_data(
     answers: tuple[Mapping[str, str], Mapping[str, str]],
     family: Mapping[str, str],
     scores: Mapping[str, float],
+    titles: Mapping[str, str] | None = None,
 ) -> ComparePage:
     """The page's data; `answers` maps case id to each run's answer text (sample 0), `family` case to
     family, `scores` case to its (baseline) mean score, for the unchanged cases."""
@@ -90,13 +94,18 @@ def compare_page_data(
         _pair(case, family.get(case, "(none)"), "unchanged", scores.get(case, 0.0), scores.get(case, 0.0), b, c)
         for case in x.unchanged
     ]
+    named = titles or {}
+    rows = [replace(r, title=named.get(r.case, "")) for r in rows]
     page = ComparePage(
         x=x,
         reason=reason(x),
         notes=[n for n in (holm_note(x), advice(x)) if n],
         rows=rows,
         families=sorted({r.family for r in rows}),
-        changed=[(key_words(ch.key), value_text(ch.base), value_text(ch.cand)) for ch in x.what_changed],
+        changed=[
+            (key_words(ch.key), short_hash(value_text(ch.base)), short_hash(value_text(ch.cand)))
+            for ch in x.what_changed
+        ],
         prompt_diff=diff_lines(x.prompt_diff),
         mixed=list(x.confounded),
     )

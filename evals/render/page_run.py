@@ -8,7 +8,9 @@ answers (a stated confidence) beside it: derived from the data, never from the t
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -16,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals.analysis.degenerate import parse_answer
+from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.render import plots
 from evals.store.models import Manifest, Report, SampleRef
 from evals.store.protocols import Answers
 
-__all__ = ["CaseRow", "RunPage", "Texts", "answer_texts", "run_page_data", "split_case"]
+__all__ = ["CaseRow", "Reader", "RunPage", "Texts", "answer_texts", "run_page_data", "short_hash", "split_case"]
 
 META = ("id", "split", "family", "note")
 Texts = Mapping[tuple[str, int], "str | None"]  # (case id, sample) -> the answer text (None: not in the cache)
@@ -38,10 +41,20 @@ class CaseRow:
     parsed: str | None  # the parsed answer, pretty JSON
     score: float | None
     errors: list[str]
+    reader: int = 0  # 1-based index into the page's readers; 0: the case has no shared profile
 
     @property
     def failed(self) -> bool:
         return self.score is None or self.score < 1.0
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Long input fields many cases share (a reader's profile), shown once and referred to by each case."""
+
+    number: int
+    name: str  # the start of its first field, to tell readers apart
+    fields: dict[str, str]
 
 
 @dataclass
@@ -52,7 +65,8 @@ class RunPage:
     rows: list[CaseRow]
     warnings: list[str]
     families: list[str]
-    facts: list[tuple[str, str]] = field(default_factory=list)
+    facts: list[tuple[str, str, str]] = field(default_factory=list)  # (name, shown, full value on hover or "")
+    readers: list[Reader] = field(default_factory=list)
     plots: dict[str, str] = field(default_factory=dict)  # name -> inline SVG made by evals.render.plots
 
     @property
@@ -80,14 +94,67 @@ def run_page_data(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
 ) -> RunPage:
     """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone)."""
     scored = {(str(r["id"]), int(r["sample"])): r for r in (report.results if report else [])}
     rows = [_row(s, scored.get((s.case, s.sample), {}), texts.get((s.case, s.sample)), cases) for s in manifest.samples]
+    readers, rows = _readers(rows)
     page = RunPage(manifest, report, dict(prompts), rows, list(warnings), sorted({r.family for r in rows}))
-    page.facts = _facts(manifest, report)
+    page.readers = readers
+    page.facts = _facts(manifest, report, prices)
     page.plots = _plots(page, cases)
     return page
+
+
+SHARED_MIN_CHARS = 80  # a shared input field this long on average is a profile, not an item's own text
+
+
+def _readers(rows: list[CaseRow]) -> tuple[list[Reader], list[CaseRow]]:
+    """Input fields that a few long values repeat across the cases (a reader's persona and interests) lifted
+    out of the rows into readers, each row keeping its reader's number."""
+    cases = len({r.case for r in rows})
+    if cases < 4:
+        return [], rows
+    common = [k for k in rows[0].inputs if all(k in r.inputs for r in rows)]
+    shared = [
+        k
+        for k in common
+        if len({r.inputs[k] for r in rows}) <= cases // 4
+        and sum(len(r.inputs[k]) for r in rows) / len(rows) >= SHARED_MIN_CHARS
+    ]
+    if not shared:
+        return [], rows
+    numbers: dict[tuple[str, ...], int] = {}
+    readers: list[Reader] = []
+    out = []
+    for r in rows:
+        values = tuple(r.inputs[k] for k in shared)
+        if values not in numbers:
+            numbers[values] = len(readers) + 1
+            readers.append(Reader(len(readers) + 1, _name(values[0]), dict(zip(shared, values, strict=True))))
+        own = {k: v for k, v in r.inputs.items() if k not in shared}
+        out.append(dataclasses.replace(r, inputs=own, reader=numbers[values]))
+    return readers, out
+
+
+def _name(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def short_hash(value: str) -> tuple[str, str]:
+    """`value` with each sha in it (40 or 64 hex digits, perhaps after `name:`) cut to 12 digits, and the
+    whole value for hovering ("" when nothing was cut)."""
+    shown = " ".join(_short_part(word) for word in value.split(" "))
+    return shown, value if shown != value else ""
+
+
+def _short_part(part: str) -> str:
+    head, sep, tail = part.rpartition(":")
+    return f"{head}{sep}{tail[:12]}" if _HEX.fullmatch(tail) else part
+
+
+_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def _row(s: SampleRef, result: Mapping[str, Any], text: str | None, cases: Mapping[str, Mapping[str, Any]]) -> CaseRow:
@@ -108,7 +175,12 @@ def _row(s: SampleRef, result: Mapping[str, Any], text: str | None, cases: Mappi
     )
 
 
-def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
+def _facts(m: Manifest, report: Report | None, prices: PriceList | None) -> list[tuple[str, str, str]]:
+    """(name, shown, full): each sha in a value is shown by its first 12 digits, the whole value on hover."""
+    return [(name, *short_hash(value)) for name, value in _plain_facts(m, report, prices)]
+
+
+def _plain_facts(m: Manifest, report: Report | None, prices: PriceList | None) -> list[tuple[str, str]]:
     p = m.provenance
     facts = [
         ("run", m.run_id),
@@ -122,6 +194,7 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
         ("scorer fingerprint", p.scorer_fingerprint),
         ("corpus", f"{p.corpus} " + " ".join(f"{k}:{v}" for k, v in sorted(p.corpus_sha256.items()))),
         ("commit", (p.git_commit or "n/a") + (" (uncommitted changes)" if p.git_dirty else "")),
+        ("branch", p.git_branch or "n/a"),
         ("attest", p.attest_version),
     ]
     if m.label:
@@ -136,6 +209,11 @@ def _facts(m: Manifest, report: Report | None) -> list[tuple[str, str]]:
             facts.append(
                 ("cache", f"{gen.get('hits')} hits, {gen.get('misses')} misses, {gen.get('seconds', 0):.2f} s")
             )
+            tokens = gen.get("tokens") if isinstance(gen.get("tokens"), dict) else None
+            facts.append(("tokens", tokens_text(tokens, int(gen.get("samples", len(m.samples))))))
+        cost = cost_text(m.backend, m.model, report.generate.get("tokens"), prices)
+        if cost is not None:
+            facts.append(("cost", cost))
     return facts
 
 

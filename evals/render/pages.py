@@ -11,10 +11,13 @@ from typing import Any
 
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
+from evals.analysis.pairing import load_run
+from evals.analysis.tokens import PriceList
 from evals.corpus import paths
 from evals.render import html
+from evals.render.comparison_tokens import token_lines
 from evals.render.page_compare import compare_page_data, overview
-from evals.render.page_run import answer_texts, run_page_data
+from evals.render.page_run import META, answer_texts, run_page_data
 from evals.store.models import Manifest, Prompts, Report
 from evals.store.protocols import Answers, Runs
 
@@ -46,9 +49,10 @@ def run_html(
     texts: Mapping[tuple[str, int], str | None],
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
 ) -> str:
     """A run's page from what the run recorded."""
-    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings))
+    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, prices))
 
 
 def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | None = None) -> str:
@@ -62,7 +66,11 @@ def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | 
 
 
 def comparison_html(
-    found: Sequence[Comparison], runs: Sequence[tuple[RunScores, RunScores]], store: Runs, cache: Answers | None
+    found: Sequence[Comparison],
+    runs: Sequence[tuple[RunScores, RunScores]],
+    store: Runs,
+    cache: Answers | None,
+    prices: PriceList | None = None,
 ) -> str:
     """A comparison's page: one section per comparison (with --all, one per task, and the Holm overview)."""
     pages = []
@@ -70,8 +78,19 @@ def comparison_html(
         answers = (_first_answers(store, cache, x.base_run), _first_answers(store, cache, x.cand_run))
         family = {**c.family, **b.family}
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
-        pages.append(compare_page_data(x, answers, family, scores))
+        page = compare_page_data(x, answers, family, scores, _titles(store, x.cand_run))
+        page.tokens = token_lines(load_run(store, x.base_run), load_run(store, x.cand_run), prices)
+        pages.append(page)
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
+
+
+def _titles(store: Runs, run_id: str) -> dict[str, str]:
+    """case id -> its item's title (or first text input) from the corpus the run recorded."""
+    titles = {}
+    for case_id, case in corpus_cases(store.manifest(run_id)).items():
+        text = case.get("title") or next((v for k, v in case.items() if k not in META and isinstance(v, str)), "")
+        titles[case_id] = str(text)
+    return titles
 
 
 def _first_answers(store: Runs, cache: Answers | None, run_id: str) -> dict[str, str]:

@@ -42,11 +42,14 @@ __all__ = [
     "Point",
     "clean",
     "confusion",
+    "figure",
     "forest",
     "histogram",
     "label",
     "memo_dir",
     "reliability",
+    "styled",
+    "svg_of",
 ]
 
 MEMO_KEEP = 512  # remembered plots; the oldest go first
@@ -173,6 +176,18 @@ def _figure(width: float, height: float, *, left: float, bottom: float = 0.45, t
         fig, ax = matplotlib.pyplot.subplots(figsize=(width, height))
     fig.subplots_adjust(left=left / width, right=1 - 0.15 / width, bottom=bottom / height, top=1 - top / height)
     return fig, ax
+
+
+def styled() -> Any:
+    """The house style as a context, for a plot drawn beside its page (page_trend.py) with `figure` and `svg_of`."""
+    return _mpl().rc_context(_STYLE)
+
+
+def figure(width: float, height: float, *, left: float) -> tuple[Figure, Any]:
+    return _figure(width, height, left=left)
+
+
+svg_of = _svg
 
 
 @_remembered

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attest.text import printable
+from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.engine.execute import RunOutcome
 from evals.store.protocols import Runs
 from evals.store.records import write_atomic
@@ -30,21 +31,31 @@ def write_run_page(
     page_dir: Path,
     texts: Mapping[tuple[str, int], str | None],
     warnings: Sequence[str],
+    prices: PriceList | None = None,
 ) -> Path:
-    """report.html in `page_dir` (the store's place for the run's page), from the run's records; returns its path."""
+    """report.html in `page_dir` (the store's place for the run's page, or for a team's store a place in the
+    local cache), from the run's records; returns its path."""
     from evals.render.pages import prompts_of, run_html  # deferred: Jinja2 and matplotlib
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
-    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings)
+    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings, prices)
     path = page_dir / "report.html"
     write_atomic(path, page)
     return path
 
 
-def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, degenerate: Sequence[str] = ()) -> None:
+def print_report(
+    outcome: RunOutcome,
+    run_dir: Path | str,
+    *,
+    worst: int = 5,
+    degenerate: Sequence[str] = (),
+    hint: str = "",
+    prices: PriceList | None = None,
+) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
-    `degenerate` warnings are printed under the headline."""
+    `degenerate` warnings are printed under the headline; `hint` is the options the `runs show` line carries."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
     print(
@@ -60,6 +71,10 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, de
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
+    print(f"  tokens          {tokens_text(stats.tokens, stats.samples)}")
+    cost = cost_text(manifest.backend, manifest.model, stats.tokens, prices)
+    if cost is not None:
+        print(f"  cost            {printable(cost)}")
     for line in producer_lines(stats.workers, stats.servers):
         print(line)
     for line in _summary_lines(result.summary, block.get("verdicts")):
@@ -71,7 +86,7 @@ def print_report(outcome: RunOutcome, run_dir: Path | str, *, worst: int = 5, de
         print(f"    {r.score:.2f}  {r.id}#{r.sample}: {printable('; '.join(r.errors) or '(no errors)')}")
     shown_at = run_dir / "report.json" if isinstance(run_dir, Path) else f"run {outcome.run_id} in {run_dir}"
     print(f"  report          {printable(str(shown_at))}")
-    print(f"  answers         python -m evals.runs show {outcome.run_id}")
+    print(f"  answers         python -m evals.runs{printable(hint)} show {outcome.run_id}")
 
 
 def producer_lines(workers: dict[str, int], servers: dict[str, int]) -> list[str]:

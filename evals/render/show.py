@@ -23,6 +23,7 @@ def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = Non
     if case is not None and not samples:
         raise RunError(f"run {run_id} has no case {case!r}")
     answers = cache.get_many([s.key for s in samples])
+    inputs, gold = _case_fields(manifest, case) if case is not None else ({}, {})
     scored = {(r["id"], r["sample"]): r for r in (report.results if report else [])}
     rows = []
     for s in samples:
@@ -36,6 +37,7 @@ def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = Non
                 "score": result.get("score"),
                 "errors": result.get("errors", []),
                 "details": result.get("details", {}),
+                **({"inputs": inputs, "gold": gold} if case is not None else {}),
             }
         )
     if as_json:
@@ -67,11 +69,21 @@ def _header(m: Manifest, overall: float | None, prompts: dict[str, str]) -> list
     return lines
 
 
+def _case_fields(manifest: Manifest, case: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The case's inputs and gold from the corpus the run recorded (both empty when it cannot be read)."""
+    from evals.render.page_run import split_case
+    from evals.render.pages import corpus_cases
+
+    return split_case(corpus_cases(manifest).get(case, {}))
+
+
 def _cases(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     for row in rows:
         score = "  -  " if row["score"] is None else f"{row['score']:.2f}"
         lines.append(f"{score}  {row['case']}#{row['sample']}")
+        lines += [f"      input   {k}: {printable(' '.join(v.split()))}" for k, v in row.get("inputs", {}).items()]
+        lines += [f"      gold    {k}: {printable(v)}" for k, v in row.get("gold", {}).items()]
         answer = "(not in the cache)" if row["answer"] is None else printable(row["answer"])
         lines.append(f"      answer  {answer}")
         for error in row["errors"]:

@@ -142,6 +142,7 @@ class Provenance(Record, frozen=True, kw_only=True):
     scorer_fingerprint: _Sha  # sha256 of the task's scorer source
     git_commit: _Sha | None = None  # absent outside a git checkout
     git_dirty: bool | None = None
+    git_branch: _Name | None = None  # the branch checked out, when not detached
     attest_version: _Name
     corpus: str  # relative to the project root when inside it
     corpus_sha256: dict[_Name, _Sha]  # per split

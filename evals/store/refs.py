@@ -3,8 +3,9 @@
 Shared by every command line that takes a run reference (`runs`, `compare`, `rescore`).
 A reference can be narrowed with `,KEY=VALUE` pairs after it, each matched exactly:
 `reaction@latest,backend=local,model=llama3.2:1b,label=baseline` (keys: backend, model,
-label, split). `resolve` also says which newer matching runs it passed over because
-they are not complete."""
+label, split, branch, commit (a prefix), subset). A reference passes over quick tries
+(`--limit`, `--case`) unless `subset=limit|case|any` asks for them, and `resolve` says which
+newer matching runs it passed over because they are not complete or ran a subset."""
 
 from __future__ import annotations
 
@@ -19,9 +20,19 @@ from evals.store.models import RunProgress
 from evals.store.protocols import Runs
 from evals.store.records import RunError
 
-__all__ = ["FILTER_KEYS", "Resolved", "RunRow", "list_runs", "parse_filter", "resolve", "resolve_ref"]
+__all__ = [
+    "FILTER_KEYS",
+    "SUBSETS",
+    "Resolved",
+    "RunRow",
+    "UnknownTaskRef",
+    "list_runs",
+    "parse_filter",
+    "resolve",
+    "resolve_ref",
+]
 
-FILTER_KEYS = ("backend", "model", "label", "split")
+FILTER_KEYS = ("backend", "model", "label", "split", "branch", "commit", "subset")
 
 
 @dataclass(frozen=True)
@@ -89,8 +100,19 @@ def _read_all(store: Runs, task: str | None) -> list[RunRow]:
             rows.append(RunRow(run_id, None, str(exc)))
             continue
         if task is None or summary.task == task:
-            rows.append(RunRow(run_id, summary))
+            rows.append(RunRow(run_id, _progress(store, summary)))
     return rows
+
+
+def _progress(store: Runs, summary: Summary) -> Summary:
+    """A shared store's `generating` run as `generating k/n`, from the progress its writer records."""
+    if summary.status != "generating":
+        return summary
+    try:
+        done = store.load(summary.run_id, "progress", RunProgress) if store.exists(summary.run_id, "progress") else None
+    except RunError:
+        done = None
+    return summary.replace(status=f"generating {min(done.done, summary.samples) if done else 0}/{summary.samples}")
 
 
 def _summary(store: Runs, run_id: str) -> Summary:
@@ -111,19 +133,27 @@ def _created(row: RunRow) -> tuple[float, str]:
 
 @dataclass(frozen=True)
 class Resolved:
-    """The run a reference names, and the newer matching runs passed over because they are not complete."""
+    """The run a reference names, and the newer matching runs passed over: not complete, or a quick try."""
 
     run_id: str
-    skipped: tuple[str, ...] = ()  # "RUN_ID (status)", newest first
+    skipped: tuple[str, ...] = ()  # "RUN_ID (status)" or "RUN_ID (--limit N)", newest first
 
     def note(self, ref: str) -> str:
         """One line for stderr, or "" when nothing was skipped."""
         if not self.skipped:
             return ""
         return (
-            f"{ref}: skipped {len(self.skipped)} newer run(s) that are not complete "
+            f"{ref}: skipped {len(self.skipped)} newer run(s) that are not complete or ran a subset "
             f"({', '.join(self.skipped)}); using {self.run_id}"
         )
+
+
+class UnknownTaskRef(RunError):
+    """A `TASK@...` reference to a task the store holds no run of (the caller may name the known tasks)."""
+
+    def __init__(self, message: str, task: str) -> None:
+        super().__init__(message)
+        self.task = task
 
 
 def parse_filter(text: str, where: str = "filter") -> dict[str, str]:
@@ -135,15 +165,18 @@ def parse_filter(text: str, where: str = "filter") -> dict[str, str]:
             raise RunError(
                 f"{where} {text!r}: expected KEY=VALUE pairs separated by commas, KEY one of {', '.join(FILTER_KEYS)}"
             )
+        if key.strip() == "subset" and value not in SUBSETS:
+            raise RunError(f"{where} {text!r}: subset= is one of {', '.join(SUBSETS)}")
         found[key.strip()] = value
     return found
 
 
 def resolve(store: Runs, ref: str, where: Mapping[str, str] | None = None) -> Resolved:
-    """The run an id or `TASK@latest[,KEY=VALUE...]` / `TASK@previous[...]` names (complete runs only).
+    """The run an id or `TASK@latest[,KEY=VALUE...]` / `TASK@previous[...]` names.
 
-    `where` narrows a `@` reference further (as the `,KEY=VALUE` pairs do); a plain run id
-    takes no filter.
+    A reference picks complete runs of the whole split: runs of a quick try (`--limit`, `--case`) are
+    passed over unless `subset=limit`, `subset=case` or `subset=any` asks for them. `where` narrows a
+    `@` reference further (as the `,KEY=VALUE` pairs do); a plain run id takes no filter.
     """
     head, _, narrowing = ref.partition(",")
     wanted = {**parse_filter(narrowing, f"{ref!r}:"), **(where or {})}
@@ -155,22 +188,48 @@ def resolve(store: Runs, ref: str, where: Mapping[str, str] | None = None) -> Re
     task, _, which = head.partition("@")
     if which not in ("latest", "previous"):
         raise RunError(f"{ref!r}: say TASK@latest or TASK@previous")
-    rows = [r for r in list_runs(store, task) if r.summary and _matches(r.summary, wanted)]
-    complete = [r.run_id for r in rows if r.summary and r.summary.status == "complete"]
+    every = [r for r in list_runs(store, task) if r.summary]
+    place = store.where
+    if not every:
+        raise UnknownTaskRef(f"{ref!r}: no run of {task} in {place}", task)
+    subset = wanted.pop("subset", "")
+    rows = [r for r in every if r.summary and _matches(r.summary, wanted)]
+    usable = [r.run_id for r in rows if r.summary and _usable(r.summary, subset)]
     index = 0 if which == "latest" else 1
-    if len(complete) <= index:
-        narrowed = "".join(f", {k}={v}" for k, v in wanted.items())
-        raise RunError(f"{ref!r}: {task}{narrowed} has {len(complete)} complete run(s) in {store.where}")
-    chosen = complete[index]
+    if len(usable) <= index:
+        narrowed = "".join(f", {k}={v}" for k, v in {**wanted, **({"subset": subset} if subset else {})}.items())
+        kind = "complete" if subset else "complete whole-split"
+        raise RunError(f"{ref!r}: {task}{narrowed} has {len(usable)} {kind} run(s) in {place}")
+    chosen = usable[index]
     newer = rows[: [r.run_id for r in rows].index(chosen)]
-    skipped = tuple(f"{r.run_id} ({r.summary.status})" for r in newer if r.summary and r.summary.status != "complete")
+    skipped = tuple(f"{r.run_id} ({_why(r.summary)})" for r in newer if r.summary and r.run_id not in usable)
     return Resolved(chosen, skipped)
 
 
+SUBSETS = ("limit", "case", "any")
+
+
+def _usable(summary: Summary, subset: str) -> bool:
+    """Complete, and of the whole split unless `subset` (limit, case, any) asks for a quick try."""
+    if summary.status != "complete":
+        return False
+    return not summary.subset if not subset else subset == "any" or summary.subset == subset
+
+
+def _why(summary: Summary) -> str:
+    if summary.status != "complete":
+        return summary.status
+    return "--limit" if summary.subset == "limit" else "--case"
+
+
 def _matches(summary: Summary, wanted: Mapping[str, str]) -> bool:
-    return all(str(getattr(summary, key)) == value for key, value in wanted.items())
+    """Each KEY=VALUE matched exactly; `commit=` matches a prefix of the commit."""
+    return all(
+        summary.commit.startswith(value) if key == "commit" else str(getattr(summary, key)) == value
+        for key, value in wanted.items()
+    )
 
 
 def resolve_ref(store: Runs, ref: str) -> str:
-    """A run id from an id or `TASK@latest` / `TASK@previous` (complete runs only), narrowed as `resolve` says."""
+    """A run id from an id or `TASK@latest` / `TASK@previous`, narrowed and passing over runs as `resolve` says."""
     return resolve(store, ref).run_id

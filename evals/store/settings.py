@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from evals.store.local.cache_db import CacheError
 
 __all__ = [
     "DEFAULT_LEASE_WAIT_S",
     "STORE_HELP",
+    "hint_options",
     "resolve_cache_dir",
     "resolve_lease_wait",
     "resolve_store_url",
@@ -49,3 +52,27 @@ def resolve_lease_wait(arg: float | None) -> float:
 def resolve_store_url(arg: str | None) -> str | None:
     """--store, then ATTEST_STORE, then None (the local cache)."""
     return arg or os.environ.get("ATTEST_STORE") or None
+
+
+def hint_options(cache_dir: str | None, store: str | None) -> str:
+    """` --cache-dir D --store URL` as given on the command line, for a printed hint that works when pasted.
+
+    A password in the URL is left out (libpq then reads PGPASSWORD or ~/.pgpass): hints are printed to logs.
+    A store from ATTEST_STORE needs no option: the variable is still set where the hint is pasted.
+    """
+    parts = [f" --cache-dir {shlex.quote(str(cache_dir))}"] if cache_dir else []
+    if store:
+        parts.append(f" --store {shlex.quote(_without_password(store))}")
+    return "".join(parts)
+
+
+def _without_password(url: str) -> str:
+    try:
+        split = urlsplit(url)
+        if split.password is None:
+            return url
+        user = split.username or ""
+        host = split.netloc.rpartition("@")[2]
+        return urlunsplit(split._replace(netloc=f"{user}@{host}"))
+    except ValueError:
+        return url

@@ -67,7 +67,9 @@ def copy_answers(source: _Source, target: _Target, progress: Progress | None = N
 
 
 def copy_runs(source: Runs, target: Runs, models: Mapping[str, type[Record]]) -> Copied:
-    """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or differs in."""
+    """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or differs in.
+
+    Counted in runs: a run is copied when any of its records was, skipped when the target held them all."""
     done = Copied()
     names = sorted(models, key=lambda n: n == "manifest")  # the manifest last
     for run_id in source.run_ids():
@@ -76,13 +78,15 @@ def copy_runs(source: Runs, target: Runs, models: Mapping[str, type[Record]]) ->
         except RunError:
             done.unreadable += 1
             continue
+        wrote = False
         with target.writing(run_id):
             for name, record in records:
                 if target.exists(run_id, name) and _same(target, run_id, name, record):
-                    done.skipped += 1
                     continue
                 target.save(run_id, name, record)
-                done.copied += 1
+                wrote = True
+        done.copied += wrote
+        done.skipped += not wrote
     return done
 
 
@@ -105,7 +109,7 @@ def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[
     verb = "pushed to" if command == "push" else "pulled from"
     line = (
         f"{verb} {shared.where}: {answers.copied} answers ({answers.skipped} already there), "
-        f"{runs.copied} run records ({runs.skipped} already there)"
+        f"{runs.copied} run(s) ({runs.skipped} already there)"
     )
     left = answers.unreadable + runs.unreadable
     return line, f"{left} unreadable answers or runs were left behind (see `runs list`)" if left else ""

@@ -5,6 +5,7 @@ visible text; the page fires no dialog, runs no script of theirs and loads nothi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -148,7 +149,9 @@ def _compare_page(tmp_path: Path) -> tuple[Path, list[str]]:
 def _check_inert(o: Opened, ids: list[str]) -> None:
     o.assert_quiet()
     assert o.page.evaluate("window.__pwned === undefined")
-    assert o.page.locator("img, iframe, a, svg[onload], image").count() == 0
+    assert o.page.locator("img, iframe, svg[onload], image").count() == 0
+    links = o.page.eval_on_selector_all("a", "links => links.map(a => a.getAttribute('href'))")
+    assert all(re.fullmatch(r"#reader-\d+", str(href)) for href in links), links  # only the page's own reader links
     text = o.page.inner_text("body")
     for seen in SEEN:
         assert seen in text, seen

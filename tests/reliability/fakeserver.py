@@ -80,7 +80,12 @@ def reaction_answer(body: Body) -> str:
     return json.dumps(answer)
 
 
-def completion(content: str, model: str = "fake-model") -> Body:
+def fixed_usage(body: Body) -> dict[str, int]:
+    """The `usage` every answer reports unless a test sets `FakeServer.usage`."""
+    return {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+
+
+def completion(content: str, model: str = "fake-model", usage: dict[str, int] | None = None) -> Body:
     """An OpenAI chat.completion object carrying `content` as the message."""
     return {
         "id": "chatcmpl-fake",
@@ -88,7 +93,7 @@ def completion(content: str, model: str = "fake-model") -> Body:
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        "usage": usage or fixed_usage({}),
     }
 
 
@@ -112,6 +117,7 @@ class FakeServer:
         self.models: list[str] | None = ["fake-model"]  # GET /v1/models lists these; None answers 404
         self.model_lists: list[Recorded] = []  # every GET /v1/models
         self.on_answered: Callable[[Recorded], None] | None = None
+        self.usage: Callable[[Body], dict[str, int]] = fixed_usage  # the `usage` an "ok" answer reports
         self._fault = "ok"
         self._fault_after = 0
         self._lock = threading.Lock()
@@ -189,6 +195,10 @@ class FakeServer:
             self.requests.append(record)
         return record, fault
 
+    def answered_usage(self, record: Recorded) -> dict[str, int]:
+        """The `usage` the answer to `record` reported."""
+        return self.usage(record.body)
+
     def _answered(self, record: Recorded) -> None:
         with self._lock:
             self.answered.append(record)
@@ -248,8 +258,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _ok(self, record: Recorded) -> None:
-        self._json(200, completion(self.server.fake.answer(record.body)))
-        self.server.fake._answered(record)
+        fake = self.server.fake
+        self._json(200, completion(fake.answer(record.body), usage=fake.usage(record.body)))
+        fake._answered(record)
 
     def _error(self, status: int, message: str, code: str, headers: dict[str, str] | None = None) -> None:
         self._json(

@@ -86,13 +86,14 @@ def test_push_then_pull_copy_everything_once(pg_url: str, corpus: Path, tmp_path
         push = [*_runs(local), "push"]
         first = subprocess.run(push, env=script_env(server.url, ATTEST_STORE=pg_url), capture_output=True, text=True)
         again = subprocess.run(push, env=script_env(server.url, ATTEST_STORE=pg_url), capture_output=True, text=True)
-        assert first.returncode == 0 and f"{CASES} answers (0 already there)" in first.stdout, first
-        assert again.returncode == 0 and f"0 answers ({CASES} already there), 0 run records" in again.stdout, again
+        assert first.returncode == 0, first
+        assert f"{CASES} answers (0 already there), 1 run(s) (0 already" in first.stdout, first  # runs, not files
+        assert again.returncode == 0 and f"0 answers ({CASES} already there), 0 run(s) (1" in again.stdout, again
         pulled = tmp_path / "pulled"
         pull = subprocess.run(
             [*_runs(pulled), "pull"], env=script_env(server.url, ATTEST_STORE=pg_url), capture_output=True, text=True
         )
-        assert pull.returncode == 0 and f"{CASES} answers (0 already there)" in pull.stdout, pull
+        assert pull.returncode == 0 and f"{CASES} answers (0 already there), 1 run(s) (0 already" in pull.stdout, pull
         _finish(_worker(pulled, corpus, server, None))  # offline from the pulled cache
         assert server.count == CASES
     listed = subprocess.run(

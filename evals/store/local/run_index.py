@@ -24,7 +24,7 @@ from attest.files import read_bounded
 from evals.store.models import Manifest, Record, RecordError, decode
 from evals.store.records import write_atomic
 
-__all__ = ["SETTLE_NS", "Clock", "Entry", "Summary", "load", "save", "stamp"]
+__all__ = ["SETTLE_NS", "Clock", "Entry", "Summary", "load", "save", "stamp", "subset_of"]
 
 SETTLE_NS = 2_000_000_000
 _NAME = ".index.json"
@@ -50,6 +50,9 @@ class Summary(Record, frozen=True, kw_only=True):
     score: Annotated[float, Meta(ge=0.0, le=1.0)] | None
     created: Annotated[float, Meta(ge=0.0, le=1e11)]
     label: _Text
+    subset: Annotated[str, Meta(max_length=20)] = ""  # "limit" (--limit N), "case" (--case ID), "" the whole split
+    branch: _Text = ""
+    commit: _Text = ""
 
     @classmethod
     def of(cls, manifest: Manifest, score: float | None) -> Summary:
@@ -66,7 +69,15 @@ class Summary(Record, frozen=True, kw_only=True):
             score=score,
             created=manifest.created,
             label=manifest.label,
+            subset=subset_of(manifest),
+            branch=manifest.provenance.git_branch or "",
+            commit=manifest.provenance.git_commit or "",
         )
+
+
+def subset_of(manifest: Manifest) -> str:
+    """How a run is a quick try: "case" (--case ID), "limit" (--limit N), or "" when it ran its whole split."""
+    return "case" if manifest.only else "limit" if manifest.limit is not None else ""
 
 
 class Entry(Record, frozen=True, kw_only=True):
@@ -75,7 +86,7 @@ class Entry(Record, frozen=True, kw_only=True):
 
 
 class _Index(Record, frozen=True, kw_only=True):
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2  # 2: summaries say subset, branch, commit
     entries: dict[str, Entry]
 
 
