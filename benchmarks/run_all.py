@@ -22,6 +22,7 @@ from benchmarks import (
     bench_cli,
     bench_compare,
     bench_html,
+    bench_judge,
     bench_local,
     bench_runs_compare,
     bench_store,
@@ -47,6 +48,7 @@ FIGURES: tuple[ModuleType, ...] = (
     bench_store,
     bench_html,
     bench_cli,
+    bench_judge,
     bench_local,
     bench_suite,
 )

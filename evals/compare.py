@@ -26,7 +26,7 @@ overwriting what is there. `--html FILE` also writes the comparison's page (eval
 standard output).
 
 `--all BASE_REF CAND_REF` (each `@latest` or `@previous`) compares every registered task at
-once under Holm's correction, one verdict per task.
+once under Holm's correction, one verdict per task. `--metric judged`: evals/cli/judged_metric.py.
 
 Exit status: 0 ship, 3 inconclusive, 4 regress (with `--all`: 4 if any task regressed,
 else 3 if any is inconclusive); 1 an error, 2 a usage error.
@@ -132,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
         help="narrow BASE: backend=,model=,label=,split=,branch=,commit=,subset=",
     )
     parser.add_argument("--cand-filter", default="", metavar="K=V,...", help="narrow CAND, as --base-filter")
+    metric = "decide on the rule score (default) or the judged score (only for a judge validated by judge_check)"
+    parser.add_argument("--metric", choices=("score", "judged"), default="score", help=metric)
     parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
     parser.add_argument(
         "--summary",
@@ -152,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("with --all, BASE and CAND are @latest or @previous (the task comes from each of the three)")
     if not args.all and any(r.startswith("@") for r in refs):
         parser.error("name the task, as in reaction@latest, or compare every task with --all")
+    if args.all and args.metric == "judged":
+        parser.error("--metric judged compares one task's two runs; leave out --all")
     for text, where in ((args.base_filter, "--base-filter"), (args.cand_filter, "--cand-filter"), *_suffixes(refs)):
         try:
             parse_filter(text, where)
@@ -180,6 +184,13 @@ def _compare(args: argparse.Namespace) -> int:
 def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) -> int:
     names = _task_names() if args.all else ("",)
     pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
+    if args.metric == "judged":
+        from evals.cli.judged_metric import judged_pair  # the task registry: only a judged comparison needs it
+
+        judged = judged_pair(store, pairs[0], as_json=args.json)
+        if judged is None:  # withheld: judge_check's validation missing or too weak, or the judges differ
+            return EXIT_CODES["inconclusive"]
+        pairs = [judged]
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
     if args.all:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from attest.options import OneLineErrorParser
 from evals import tasks
 from evals.corpus.cases import SPLITS
 from evals.corpus.fixture import load_fixture
+from evals.corpus.judgements import judgement_rules, load_judgements
 from evals.corpus.read import CorpusError, read_cases, split_sha256
 from evals.corpus.rules import in_split
 from evals.engine.task import CheckContext, Task
@@ -37,6 +38,7 @@ class _Paths:
     corpora: dict[str, Path]  # task name -> corpus file
     fixture: Path
     skip_targets: bool = False
+    judgements: dict[str, Path] = field(default_factory=dict)  # task name -> its judge's human-graded corpus
 
 
 @dataclass
@@ -68,6 +70,14 @@ def _parser() -> argparse.ArgumentParser:
         parser.add_argument(
             f"--{task.name}", type=Path, default=task.corpus, metavar="PATH", help=f"{task.name} corpus"
         )
+        if task.judge is not None:
+            parser.add_argument(
+                f"--{task.name}-judgements",
+                type=Path,
+                default=task.judge.corpus,
+                metavar="PATH",
+                help=f"{task.name} judgement corpus (human grades a judge is measured against)",
+            )
     parser.add_argument(
         "--fixture",
         type=Path,
@@ -89,7 +99,9 @@ def _default_fixture() -> Path:
 def _parse_args(argv: Sequence[str] | None) -> _Paths:
     args = _parser().parse_args(argv)
     corpora = {task.name: getattr(args, task.name.replace("-", "_")) for task in tasks.all_tasks()}
-    return _Paths(corpora, args.fixture, args.skip_targets)
+    judged = [task.name for task in tasks.all_tasks() if task.judge is not None]
+    judgements = {name: getattr(args, f"{name.replace('-', '_')}_judgements") for name in judged}
+    return _Paths(corpora, args.fixture, args.skip_targets, judgements)
 
 
 def _print(report: _Report) -> None:
@@ -115,7 +127,25 @@ def _check_all(paths: _Paths) -> _Report:
     context = CheckContext(fixture=paths.fixture)
     for name, path in paths.corpora.items():
         _check_task(tasks.get(name), path, context, paths.skip_targets, report)
+    for name, path in paths.judgements.items():
+        _check_judgements(name, path, report)
     return report
+
+
+def _check_judgements(name: str, path: Path, report: _Report) -> None:
+    """A judgement corpus: valid entries (grade, source, split, a note each), unique ids, both grades per split."""
+    try:
+        entries = load_judgements(path)
+    except CorpusError as exc:
+        report.problems.extend(exc.problems)
+        return
+    groups = [(split, [e for e in entries if e.split == split]) for split in SPLITS] + [("all", entries)]
+    rows = [["split", "entries", "pass", "fail", "sha256"]]
+    for split, group in groups:
+        passed = sum(e.grade == "pass" for e in group)
+        rows.append([split, str(len(group)), str(passed), str(len(group) - passed), split_sha256(group)[:12]])
+    report.tables.append(f"{name} judgements  {path}\n" + _aligned(rows))
+    report.problems.extend(judgement_rules(path, entries))
 
 
 def _check_task(task: Task[Any], path: Path, context: CheckContext, skip_targets: bool, report: _Report) -> None:

@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from attest.backends.stub import explanation_answer
+from attest.backends.stub import explanation_answer, judgement_answer
 from attest.backends.types import Message
-from attest.explain import REFUSAL, Explanation, explanation_messages
+from attest.explain import REFUSAL, Explanation, Judgement, explanation_messages, judge_messages
 from evals.corpus.cases import ExplanationCase
+from evals.corpus.judgements import JudgementEntry
 from evals.corpus.rules import explanation_rules
 from evals.corpus.targets import explanation_targets
 from evals.corpus.words import content_words, mentions, own_words, words
@@ -37,7 +38,7 @@ from evals.engine import execute, pipeline
 from evals.engine.chat import SampleChat
 from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
-from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, Scored, Strategy, Task
+from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, JudgeSpec, Scored, Strategy, Task
 from evals.tagging_eval import gate
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 CORPUS = Path(__file__).with_name("explanation_cases.json")
+JUDGEMENTS = Path(__file__).with_name("explanation_judgements.json")  # the human-graded judgement corpus
 GATE = 0.5  # credit for the required check; the refinements share the other half
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
@@ -64,6 +66,22 @@ _REFUSING = re.compile(r"\boutsid (?:of )?(?:your |the reader s )?(?:stated )?in
 
 def render(case: ExplanationCase) -> list[Message]:
     return explanation_messages(case.interests, case.title, case.summary)
+
+
+def render_judge(case: ExplanationCase, out: str) -> list[Message] | None:
+    """The judge request for one answer: its text, when it parses (else None: judged fail unasked)."""
+    parsed, _ = parse_or_error(out, Explanation)
+    if not isinstance(parsed, Explanation):
+        return None
+    return judge_messages(case.interests, case.title, case.summary, parsed.text.strip())
+
+
+def _render_entry(entry: JudgementEntry) -> list[Message]:
+    return judge_messages(entry.interests, entry.title, entry.summary, entry.text)
+
+
+def _judge_probe() -> list[Message]:
+    return judge_messages("{interests}", "{title}", "{summary}", "{text}")
 
 
 def is_refusal(text: str) -> bool:
@@ -234,6 +252,7 @@ TASK = Task(
     stub_answer=explanation_answer,
     dspy=DspyAdapter(dspy_fields(), to_dspy_example),
     checks=CorpusChecks(("refuse=true", "refuse=false"), _refusal_counts, _rules, explanation_targets),
+    judge=JudgeSpec(Judgement, render_judge, _render_entry, _judge_probe, JUDGEMENTS, judgement_answer),
 )
 
 

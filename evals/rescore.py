@@ -26,21 +26,26 @@ from pathlib import Path
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
-from attest.options import OneLineErrorParser
 from attest.text import printable
 from evals import tasks
+from evals.cli.rescore_options import judge_identity
+from evals.cli.rescore_options import rescore_parser as _parser
 from evals.corpus import paths
 from evals.corpus.cases import Case
 from evals.engine import provenance
 from evals.engine.chat import MissingSampleError
 from evals.engine.execute import report_of
+from evals.engine.judge import Judged, judge_fingerprint, judge_ref, judged_from_cache, judged_record
 from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
 from evals.engine.task import Task
-from evals.store.models import Decision, Manifest, Report
+from evals.render.judge_status import judge_name
+from evals.render.rescore_rows import judged_rate, print_rows
+from evals.store.keys import Identity
+from evals.store.models import Decision, JudgeRef, Manifest, Report
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs, WritesRefused
 from evals.store.records import RunError
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
 
@@ -50,7 +55,17 @@ class Rescored:
     manifest: Manifest
     result: EvalResult
     corpus: Path
-    changes: list[str]  # what differs from when the run was made: labels, scorer
+    changes: list[str]  # what differs from when the run was made: labels, scorer, judge prompt
+    judged: list[Judged] | None = None  # a judged run's judgements, read back from the cache
+    judge: JudgeRef | None = None  # --judge-backend: the judge they are another judge's (else the run's own)
+
+    def report(self) -> Report:
+        """The re-scored report record, with the judged block of a judged run."""
+        report = report_of(self.manifest, self.result, None)
+        ref = self.judge or self.manifest.judge
+        if self.judged is None or ref is None:
+            return report
+        return report.replace(judged=judged_record(ref, self.judged))
 
 
 def find_runs(
@@ -84,8 +99,11 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
 
 
-def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) -> Rescored:
-    """Score a run's cached samples with today's scorer against today's labels."""
+def rescore_run(
+    manifest: Manifest, cache: Answers, corpus: Path | None = None, judge: Identity | None = None
+) -> Rescored:
+    """Score a run's cached samples with today's scorer against today's labels; a judged run's judgements (or,
+    with `judge`, that judge's judgements of the same answers) read back from the cache."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
@@ -97,12 +115,18 @@ def rescore_run(manifest: Manifest, cache: Answers, corpus: Path | None = None) 
         raise RunError(
             f"run {manifest.run_id}: cases {gone[:5]} are not in {path}; rescore it with --run ID --corpus OLD_FILE"
         )
-    samples = ((cases[s.case], s.sample, s.key) for s in manifest.samples)
+    samples = [(cases[s.case], s.sample, s.key) for s in manifest.samples]
+    changes = _changes(manifest, task, loaded, path)
     try:
         result = score_planned(task, samples, cache)
+        ref = judge_ref(task, samples, cache, judge) if judge is not None and task.judge is not None else None
+        if ref is not None:
+            changes.append(f"judged from the cache by {judge_name(ref.identity())}, not by the run's own judge")
+        ref_used = ref or manifest.judge
+        judged = judged_from_cache(task, ref_used, cache) if ref_used is not None else None
     except MissingSampleError as exc:
         raise RunError(f"run {manifest.run_id}: {exc}") from None
-    return Rescored(manifest, result, path, _changes(manifest, task, loaded, path))
+    return Rescored(manifest, result, path, changes, judged, ref)
 
 
 def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: Path) -> list[str]:
@@ -120,25 +144,11 @@ def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: 
     scorer = provenance.scorer_fingerprint(task.score_one)
     if scorer != manifest.provenance.scorer_fingerprint:
         changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
+    if manifest.judge is not None and task.judge is not None:
+        then, today = manifest.judge.prompt_fingerprint, judge_fingerprint(task.judge)
+        if then != today:
+            changes.append(f"judge prompt changed since the run ({then[:12]} -> {today[:12]}); judged as the run was")
     return changes
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(
-        prog="rescore",
-        description="Re-score past runs from the cache with today's scorers and labels; never calls a model. "
-        "Exit 0 when every run was re-scored (label and scorer changes are reported), 1 on an error, "
-        "2 on a usage error.",
-    )
-    parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
-    parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
-    parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument(
-        "--corpus", type=Path, help="read the labels from this corpus file instead of the run's own (needs --run)"
-    )
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,6 +168,7 @@ def _rescore(args: argparse.Namespace) -> int:
             print(printable(line), file=sys.stderr)
         if not manifests:
             raise AttestError(f"no complete runs in {opened.where}: run an eval first (nox -s eval-reaction)")
+        args.judge = judge_identity(args, _manifests(opened.runs, None))
         return _rescore_runs(manifests, opened.runs, opened.answers, args)
     finally:
         opened.close()
@@ -171,7 +182,7 @@ def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: 
     unsaved: WritesRefused | None = None
     for manifest in manifests:
         try:
-            done = rescore_run(manifest, cache, args.corpus)
+            done = rescore_run(manifest, cache, args.corpus, args.judge)
             old = store.report(manifest.run_id)
         except AttestError as exc:
             if args.run is not None:
@@ -185,16 +196,16 @@ def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: 
         rescored[manifest.run_id] = done
         if unsaved is None:
             try:
-                store.save(manifest.run_id, "rescore", report_of(manifest, done.result, None))
+                store.save(manifest.run_id, "rescore", done.report())
             except WritesRefused as exc:  # a read-only role: the scores are the answer, the record a by-product
                 unsaved = exc
-        rows.append(_row(done, old.overall if old else None))
+        rows.append(_row(done, old))
     decisions = recheck_decisions(store, cache, rescored, args.corpus)
     seconds = time.perf_counter() - start
     if args.json:
         print(json.dumps({"runs": rows, "decisions": decisions, "seconds": seconds}, indent=1))
     else:
-        _print_rows(rows, seconds)
+        print_rows(rows, seconds)
         for found in decisions:
             print(printable(found["line"]))
     for warning in cache.warnings:
@@ -227,7 +238,7 @@ def recheck_decisions(
             base = rescored.get(decision.baseline_run) or rescore_run(
                 store.manifest(decision.baseline_run), cache, corpus
             )
-            runs = [Run(r.manifest, report_of(r.manifest, r.result, None)) for r in (base, cand)]
+            runs = [Run(r.manifest, r.report()) for r in (base, cand)]
             entry = recheck(decision, runs[0], runs[1])
         except AttestError as exc:
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
@@ -256,33 +267,19 @@ def _some(names: list[str], limit: int = 10) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def _row(done: Rescored, old: float | None) -> dict[str, Any]:
-    return {
+def _row(done: Rescored, old: Report | None) -> dict[str, Any]:
+    row = {
         "run_id": done.manifest.run_id,
         "task": done.manifest.task,
         "samples": done.result.n,
-        "old": old,
+        "old": old.overall if old else None,
         "new": done.result.overall,
         "corpus": str(done.corpus),
         "changes": done.changes,
     }
-
-
-def _print_rows(rows: list[dict[str, Any]], seconds: float) -> None:
-    print(f"{'run':<36} {'task':<12} {'samples':>7} {'old':>7} {'new':>7}")
-    for row in rows:
-        print(f"{row['run_id']:<36} {row['task']:<12} {row['samples']:>7} {_f(row['old']):>7} {row['new']:>7.3f}")
-        if row["changes"]:
-            print(f"  note: {row['run_id']}: {printable('; '.join(row['changes']))}")
-    samples = sum(r["samples"] for r in rows)
-    print(
-        f"re-scored {len(rows)} run(s), {samples} samples, in {seconds:.3f} s "
-        "from the cache (no backend exists in rescore)"
-    )
-
-
-def _f(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    if done.judged is not None:
+        row["judged"] = {"old": judged_rate(old.judged) if old else None, "new": judged_rate(done.report().judged)}
+    return row
 
 
 if __name__ == "__main__":

@@ -191,6 +191,8 @@ def _gc(store: Runs, cache: Answers, args: argparse.Namespace) -> int:
                 "prune it first (`runs prune --incomplete --yes`)"
             ) from None
         keep.update(s.key for s in manifest.samples)
+        if manifest.judge is not None:  # a judged run's judgements are its records too
+            keep.update(s.key for s in manifest.judge.samples if s.key)
     count, size = cache.collect(keep, before=started, dry_run=not args.yes)
     verb = "removed" if args.yes else "would remove"
     print(f"{verb} {count} cache entries no run references ({size} bytes of answers)")

@@ -213,9 +213,39 @@ def write_corpora(root: Path, corpora: Corpora) -> list[str]:
         *("--tagging", str(root / _FILES["tagging"])),
         *("--reaction", str(root / _FILES["reaction"])),
         *("--explanation", str(root / _FILES["explanation"])),
+        *("--explanation-judgements", str(_judgements(root))),
         *("--fixture", str(root / "corpus")),
         "--skip-targets",  # a small corpus meets no growth target; tests of the targets drop this
     ]
+
+
+def _judgements(root: Path) -> Path:
+    """A small valid judgement corpus beside the others (tests/test_judgement_corpus.py checks its rules)."""
+    path = root / "judgements.json"
+    if not path.exists():
+        path.write_text(json.dumps(judgement_entries()), encoding="utf-8")
+    return path
+
+
+def judgement_entries() -> list[dict[str, Any]]:
+    """Four entries: each split holds a pass and a fail."""
+    entries = []
+    for n, (split, grade) in enumerate([("train", "pass"), ("train", "fail"), ("dev", "pass"), ("dev", "fail")]):
+        text = "You work on palladium catalysis, as this ligand does." if grade == "pass" else "You: palladium"
+        entries.append(
+            {
+                "id": f"judged-{n}",
+                "split": split,
+                "interests": "palladium catalysis",
+                "title": "A new ligand for palladium-catalysed C-N coupling",
+                "summary": "The ligand doubles the turnover of Buchwald-Hartwig aminations.",
+                "text": text,
+                "grade": grade,
+                "source": "hand-good" if grade == "pass" else "trick-word-list",
+                "note": "names the shared topic" if grade == "pass" else "a word list, no sentence",
+            }
+        )
+    return entries
 
 
 def problem_lines(output: str, root: Path) -> list[str]:

@@ -14,13 +14,14 @@ What is not run as written, and why, is the table `ADAPTED` below:
 - `nox` builds a virtualenv per session (minutes, and network): a `nox -s NAME -- ARGS`
   command runs the command that session runs (read from noxfile.py) with ARGS, and a
   `make TARGET` whose recipe is a nox session does the same (read from the Makefile);
-- a real model is not used: `--backend local/auto/ollama` become `--backend stub`, and
+- a real model is not used: `--backend local/auto/ollama` become `--backend stub` (and
+  `--judge-backend` likewise), and
   `make eval` runs with `ATTEST_BACKEND=stub` (the local model's end-to-end runs are
   tests/test_pipeline_local.py's; Ollama is not on the test machine);
 - `make bench` is minutes of model time (and rewrites RESULTS.md): skipped; the
   optimiser likewise: checked with `--help`.
 A command whose exit status is a verdict (`compare`: 0 ship, 3 inconclusive, 4
-regress) passes with any of the three.
+regress; `judge_check`: 0 validated, 3 not) passes with any of the three.
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ def adapt(command: str, root: Path) -> str | None:
     """The command as this test runs it (None: skipped, see SKIPPED)."""
     if command in SKIPPED:
         return None
-    command = re.sub(r"--backend (local|auto|ollama)\b", "--backend stub", command)
+    command = re.sub(r"--(judge-)?backend (local|auto|ollama)\b", r"--\1backend stub", command)
     if command.startswith(("make bench", "nox -s bench")):
         return None  # minutes of model time, and it rewrites benchmarks/RESULTS.md
     if "optimize-tagging" in command or "optimize_tagging.py" in command:
@@ -275,7 +276,7 @@ def test_every_documented_command_runs(fresh_copy: Path) -> None:
             text=True,
             timeout=300,
         )
-        allowed = VERDICT_EXITS if "compare" in adapted else {0}
+        allowed = VERDICT_EXITS if "compare" in adapted or "judge_check" in adapted else {0}
         if done.returncode not in allowed:
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             failures.append(f"{command.doc}:{command.line}: `{command.text}` -> exit {done.returncode}: {tail}")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from attest import cli
-from evals import compare, corpus_check, reaction_eval, rescore, runs
+from evals import compare, corpus_check, judge_check, reaction_eval, rescore, runs
 from evals.cli import optimize_options, runner
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +26,7 @@ PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {
     "compare": compare._parser,
     "corpus_check": corpus_check._parser,
     "optimize_tagging.py": optimize_options.optimise_parser,
+    "judge_check": judge_check._parser,
 }
 
 

@@ -140,7 +140,9 @@ def _families(path: Path) -> dict[str, str]:
 def _provenance(m: Manifest) -> dict[str, object]:
     p = m.provenance
     commit = None if p.git_commit is None else p.git_commit + (" (dirty)" if p.git_dirty else "")
+    judge = {"judge": _judge_text(m)} if m.judge is not None else {}  # a judge change shows, as a scorer change does
     return {
+        **judge,
         "backend": m.backend,
         "model": m.model,
         "digest": m.digest,
@@ -157,6 +159,13 @@ def _provenance(m: Manifest) -> dict[str, object]:
         "git_commit": commit,
         "attest_version": p.attest_version,
     }
+
+
+def _judge_text(m: Manifest) -> str:
+    j = m.judge
+    assert j is not None
+    options = json.dumps(j.options, sort_keys=True)
+    return f"{j.backend} {j.model} {j.digest or '(no digest)'} {options} judge prompt {j.prompt_fingerprint[:12]}"
 
 
 def decide(base: Run, cand: Run, *, margin: float) -> tuple[Comparison, Decision]:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-__all__ = ["label_type", "margin_type"]
+if TYPE_CHECKING:
+    from attest.backends.settings import Settings
+
+__all__ = ["add_judge_options", "judge_settings", "label_type", "margin_type", "temperature_type"]
 
 
 def margin_type(text: str) -> float:
@@ -24,3 +30,43 @@ def label_type(text: str) -> str:
     if len(text) > 200 or not text.isprintable():
         raise argparse.ArgumentTypeError(f"{text[:40]!r}...: a label is one printable line of at most 200 characters")
     return text
+
+
+def temperature_type(text: str) -> float:
+    """An argparse type: a sampling temperature from 0 to 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and 0.0 <= value <= 2.0):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 2, not {text}")
+    return value
+
+
+JUDGE_HELP = (
+    "judge every answer with this backend too (env ATTEST_JUDGE_BACKEND; default: no judge); "
+    "the report gains a `judged` line beside the rule score"
+)
+
+
+def add_judge_options(parser: argparse.ArgumentParser, *, what: str = JUDGE_HELP) -> None:
+    """--judge-backend and --judge-model (env ATTEST_JUDGE_BACKEND, ATTEST_JUDGE_MODEL): the judge stage's model."""
+    from attest.backends.registry import KINDS
+
+    parser.add_argument("--judge-backend", choices=tuple(KINDS), help=what)
+    parser.add_argument("--judge-model", help="the judge's model name (env ATTEST_JUDGE_MODEL)")
+
+
+def judge_settings(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings | None:
+    """The judge's backend settings from --judge-backend / --judge-model or the environment; None: no judge."""
+    from attest.backends.retry import RetryPolicy
+    from attest.backends.settings import Settings
+
+    env = os.environ if environ is None else environ
+    kind = getattr(args, "judge_backend", None) or env.get("ATTEST_JUDGE_BACKEND", "").strip()
+    if not kind:
+        return None
+    model = getattr(args, "judge_model", None) or env.get("ATTEST_JUDGE_MODEL", "")
+    retry = RetryPolicy(attempts=args.retries, timeout_s=args.timeout) if hasattr(args, "retries") else None
+    # ATTEST_MODEL names the answering model, never the judge: the judge's model is its own or its backend's default
+    return Settings.resolve(backend=kind, model=model, env={**env, "ATTEST_MODEL": ""}, retry=retry)

@@ -26,7 +26,7 @@ from attest.backends.types import Backend, BackendError
 from attest.errors import AttestError, run_reporting_errors
 from attest.options import OneLineErrorParser, add_backend_options, at_least, positive_seconds, settings_from_args
 from evals.analysis.annotate import annotate, degenerate_warnings, stub_answers
-from evals.cli.options import label_type
+from evals.cli.options import add_judge_options, judge_settings, label_type
 from evals.cli.prices import PRICES_HELP, load_prices
 from evals.engine.chat import CachedChat
 from evals.engine.execute import RunOutcome, RunSpec, execute
@@ -34,6 +34,7 @@ from evals.engine.pipeline import load_cases
 from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
 from evals.engine.task import Task
+from evals.render.judge_status import judge_line
 from evals.render.page_run import Texts, answer_texts
 from evals.render.report import print_report, write_run_page
 from evals.store.keys import Identity
@@ -99,6 +100,7 @@ def _parser(task: Task[Any], prog: str | None = None) -> argparse.ArgumentParser
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument("--worst", type=at_least(0), default=5, help="how many of the worst cases to show (default 5)")
     add_backend_options(parser, default_backend="auto")
+    add_judge_options(parser)
     return parser
 
 
@@ -157,14 +159,17 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
     try:
         backend = backend_factory(dataclasses.replace(settings_from(args), stub_answer=task.stub_answer))
+        judge = _judge_backend(task, args, backend_factory)
         try:
             only = tuple(dict.fromkeys(args.case))
             spec = RunSpec(
                 task, cases, corpus, corpus_path, args.split, args.repeat, label=args.label, limit=args.limit, only=only
             )
-            outcome = _generate_and_score(spec, args, store, backend)
+            outcome = _generate_and_score(spec, args, store, backend, judge)
         finally:
             backend.close()
+            if judge is not None:
+                judge.close()
         texts = answer_texts(store.answers, outcome.manifest.samples)  # for the degenerate-answer warnings and the page
         _show(outcome, args, store.runs, store.answers.warnings, texts)
     finally:
@@ -172,12 +177,30 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
     return 0
 
 
-def _generate_and_score(spec: RunSpec, args: argparse.Namespace, store: Opened, backend: Backend) -> RunOutcome:
+def _judge_backend(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFactory) -> Backend | None:
+    """The judge's backend when --judge-backend (or ATTEST_JUDGE_BACKEND) names one."""
+    settings = judge_settings(args)
+    if settings is None:
+        return None
+    if task.judge is None:
+        raise AttestError(f"--judge-backend: the {task.name} task has no judge stage; leave the option out")
+    return backend_factory(dataclasses.replace(settings, stub_answer=task.judge.stub_answer))
+
+
+def _generate_and_score(
+    spec: RunSpec, args: argparse.Namespace, store: Opened, backend: Backend, judge: Backend | None = None
+) -> RunOutcome:
     chat = CachedChat.from_backend(backend, store.answers, Identity.of(backend))
+    judging = CachedChat.from_backend(judge, store.answers) if judge is not None else None
     concurrency = args.concurrency or _default_concurrency(backend)
     try:
         outcome = execute(
-            spec, chat, store.runs, concurrency=concurrency, progress=stderr_progress(f"{spec.task.name} {spec.split}")
+            spec,
+            chat,
+            store.runs,
+            concurrency=concurrency,
+            progress=stderr_progress(f"{spec.task.name} {spec.split}"),
+            judge=judging,
         )
     except BackendError as exc:
         raise BackendError(f"{exc} (every answer received so far is cached: rerun to continue)", url=exc.url) from None
@@ -208,7 +231,16 @@ def _show(outcome: RunOutcome, args: argparse.Namespace, store: Runs, warnings: 
         print(json.dumps(outcome.report.to_dict(), indent=1))
     else:
         shown = page_dir or store.where
-        print_report(outcome, shown, worst=args.worst, degenerate=degenerate, hint=hint, prices=args.price_list)
+        judged_by = judge_line(store, outcome.manifest)
+        print_report(
+            outcome,
+            shown,
+            worst=args.worst,
+            degenerate=degenerate,
+            hint=hint,
+            prices=args.price_list,
+            judged_by=judged_by,
+        )
     # a team's store keeps records, not pages: its run's page goes into the local cache, as any run's does
     page_dir = page_dir or resolve_cache_dir(args.cache_dir) / "pages" / outcome.run_id
     try:

@@ -19,6 +19,7 @@ from evals.corpus import paths
 from evals.corpus.cases import Case
 from evals.engine import provenance
 from evals.engine.chat import CachedChat, MemoryCache, SampleChat
+from evals.engine.judge import Judged, judge_run, judged_record
 from evals.engine.pipeline import (
     CaseResult,
     EvalResult,
@@ -75,11 +76,15 @@ def execute(
     concurrency: int = 1,
     progress: Progress | None = None,
     record_git: bool = True,
+    judge: CachedChat | None = None,
 ) -> RunOutcome:
     """Plan every sample, record the run, fill the cache, score from it, and record the report.
 
-    A run that fails is recorded `failed`, one stopped by Ctrl-C `interrupted`; every
-    answer received before is in the cache, so rerunning asks only for what is missing.
+    With a `judge` (the task must have a judge stage), every answer is then judged: the
+    judgements are cached like answers, the manifest records the judge, the report gains
+    its `judged` block beside the rule score. A run that fails is recorded `failed`, one
+    stopped by Ctrl-C `interrupted`; every answer (and judgement) received before is in
+    the cache, so rerunning asks only for what is missing.
     """
     planned = plan(spec.task, spec.cases, chat.identity, spec.repeat)
     run_id = new_run_id(spec.task.name)
@@ -88,8 +93,15 @@ def execute(
         store.save(run_id, "manifest", manifest)
         store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
         recorded = _recording_progress(store, run_id, progress)
+        judged: list[Judged] = []
+        judge_stats: GenerateStats | None = None
         try:
             stats = generate(spec.task, planned, chat, concurrency=concurrency, progress=recorded)
+            if judge is not None:
+                ref, judged, judge_stats = judge_run(
+                    spec.task, _samples(planned), chat.cache, judge, concurrency=concurrency
+                )
+                manifest = manifest.replace(judge=ref)
         except KeyboardInterrupt:
             store.save(run_id, "manifest", manifest.replace(status="interrupted"))
             raise
@@ -97,11 +109,17 @@ def execute(
             store.save(run_id, "manifest", manifest.replace(status="failed"))
             raise
         manifest = manifest.replace(status="complete", generate_seconds=stats.seconds)
-        result = score_planned(spec.task, ((p.case, p.sample, p.key) for p in planned), chat.cache)
+        result = score_planned(spec.task, _samples(planned), chat.cache)
         report = report_of(manifest, result, stats)
+        if judge is not None and manifest.judge is not None:
+            report = report.replace(judged=judged_record(manifest.judge, judged, judge_stats))
         store.save(run_id, "report", report)  # before `complete`: a complete run always has its report
         store.save(run_id, "manifest", manifest)
     return RunOutcome(run_id, manifest, stats, result, report, spec)
+
+
+def _samples(planned: Sequence[Planned]) -> list[tuple[Case, int, str]]:
+    return [(p.case, p.sample, p.key) for p in planned]
 
 
 def _recording_progress(store: Runs, run_id: str, shown: Progress | None, every: float = 1.0) -> Progress:

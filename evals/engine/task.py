@@ -21,8 +21,18 @@ from pydantic import BaseModel
 from attest.answers import schema_of
 from attest.backends.types import Message, StubAnswer
 from evals.corpus.cases import Case
+from evals.corpus.judgements import JudgementEntry
 
-__all__ = ["CheckContext", "CorpusChecks", "DspyAdapter", "IntervalMethod", "Scored", "Strategy", "Task"]
+__all__ = [
+    "CheckContext",
+    "CorpusChecks",
+    "DspyAdapter",
+    "IntervalMethod",
+    "JudgeSpec",
+    "Scored",
+    "Strategy",
+    "Task",
+]
 
 C = TypeVar("C", bound=Case)
 # How a task's mean score gets its 95% interval, fixed per task (never chosen from one run's values):
@@ -90,6 +100,29 @@ class CorpusChecks(Generic[C]):
     targets: Callable[[Path, Sequence[C]], Iterable[str]] = _no_targets
 
 
+@dataclass(frozen=True)
+class JudgeSpec(Generic[C]):
+    """A task's judge stage: its prompt (one public renderer), its answer model and its human-graded corpus.
+
+    - `render(case, answer)`: the judge request for one raw answer, or None when the answer
+      holds no text to judge (it does not parse): judged fail without a request;
+    - `render_entry(entry)`: the judge request for one entry of the judgement corpus;
+    - `probe()`: the judge prompt rendered on fixed placeholder inputs, whose fingerprint
+      names the judge prompt whatever the cases are.
+    """
+
+    output_model: type[BaseModel]
+    render: Callable[[C, str], list[Message] | None]
+    render_entry: Callable[[JudgementEntry], list[Message]]
+    probe: Callable[[], list[Message]]
+    corpus: Path
+    stub_answer: StubAnswer | None = None  # what the stub backend judges with (`--judge-backend stub`)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return schema_of(self.output_model)
+
+
 def _no_summary(cases: Sequence[Any], results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {}
 
@@ -117,7 +150,8 @@ class Task(Generic[C]):
     - `stub_answer`: what the stub backend (`--offline`) answers this task's requests with;
     - `dspy`: the optional DSPy adapter (the three seed tasks have one; `dspy_fields` and
       `to_dspy_example` read it);
-    - `checks`: what corpus-check runs on the corpus.
+    - `checks`: what corpus-check runs on the corpus;
+    - `judge`: the task's judge stage (`JudgeSpec`), or None for a task no model grades.
     """
 
     name: str
@@ -134,6 +168,7 @@ class Task(Generic[C]):
     stub_answer: StubAnswer | None = None
     dspy: DspyAdapter[C] | None = None
     checks: CorpusChecks[C] = field(default_factory=CorpusChecks)
+    judge: JudgeSpec[C] | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class ComparePage:
     prompt_diff: list[tuple[str, str]]  # (kind, line): kind "-", "+", "@" or " "
     mixed: list[str]  # the kinds of thing that changed (prompt, model, options), when more than one did
     plots: dict[str, str] = field(default_factory=dict)
+    judges: list[tuple[str, str]] = field(default_factory=list)  # ("baseline", its judge and validation), ...
     tokens: list[str] = field(default_factory=list)  # both runs' tokens and cost, as compare prints them
 
 

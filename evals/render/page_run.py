@@ -20,6 +20,7 @@ from typing import Any
 from evals.analysis.degenerate import parse_answer
 from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.render import plots
+from evals.render.judge_status import judged_card
 from evals.store.models import Manifest, Report, SampleRef
 from evals.store.protocols import Answers
 
@@ -68,6 +69,7 @@ class RunPage:
     facts: list[tuple[str, str, str]] = field(default_factory=list)  # (name, shown, full value on hover or "")
     readers: list[Reader] = field(default_factory=list)
     plots: dict[str, str] = field(default_factory=dict)  # name -> inline SVG made by evals.render.plots
+    judge: dict[str, str] = field(default_factory=dict)  # a judged run: its judged pass rate, judge and validation
 
     @property
     def block(self) -> dict[str, Any]:
@@ -95,8 +97,10 @@ def run_page_data(
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
     prices: PriceList | None = None,
+    judge_line: str = "",
 ) -> RunPage:
-    """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone)."""
+    """The page's data: `cases` maps case id to the raw corpus case (empty when the corpus is gone);
+    `judge_line` says whether a judged run's judge is validated (render/judge_status.py)."""
     scored = {(str(r["id"]), int(r["sample"])): r for r in (report.results if report else [])}
     rows = [_row(s, scored.get((s.case, s.sample), {}), texts.get((s.case, s.sample)), cases) for s in manifest.samples]
     readers, rows = _readers(rows)
@@ -104,6 +108,7 @@ def run_page_data(
     page.readers = readers
     page.facts = _facts(manifest, report, prices)
     page.plots = _plots(page, cases)
+    page.judge = judged_card(report, judge_line)
     return page
 
 

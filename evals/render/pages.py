@@ -16,6 +16,7 @@ from evals.analysis.tokens import PriceList
 from evals.corpus import paths
 from evals.render import html
 from evals.render.comparison_tokens import token_lines
+from evals.render.judge_status import judge_line
 from evals.render.page_compare import compare_page_data, overview
 from evals.render.page_run import META, answer_texts, run_page_data
 from evals.store.models import Manifest, Prompts, Report
@@ -50,9 +51,10 @@ def run_html(
     cases: Mapping[str, Mapping[str, Any]],
     warnings: Sequence[str],
     prices: PriceList | None = None,
+    judged_by: str = "",
 ) -> str:
-    """A run's page from what the run recorded."""
-    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, prices))
+    """A run's page from what the run recorded; `judged_by` is `judge_line`'s for a judged run."""
+    return html.render_run(run_page_data(manifest, report, prompts, texts, cases, warnings, prices, judged_by))
 
 
 def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | None = None) -> str:
@@ -62,7 +64,9 @@ def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | 
     texts = answer_texts(cache, manifest.samples)
     theirs = stub(manifest) if stub is not None and manifest.backend != "stub" else None
     warnings = degenerate([(case, text) for (case, _), text in texts.items()], theirs)
-    return run_html(manifest, report, prompts_of(store, run_id), texts, corpus_cases(manifest), warnings)
+    line = judge_line(store, manifest)
+    cases = corpus_cases(manifest)
+    return run_html(manifest, report, prompts_of(store, run_id), texts, cases, warnings, judged_by=line)
 
 
 def comparison_html(
@@ -80,8 +84,18 @@ def comparison_html(
         scores = {case: sum(v) / len(v) for case, v in b.samples.items() if v}
         page = compare_page_data(x, answers, family, scores, _titles(store, x.cand_run))
         page.tokens = token_lines(load_run(store, x.base_run), load_run(store, x.cand_run), prices)
+        page.judges = _judges(store, x)
         pages.append(page)
     return html.render_compare(pages, overview(pages) if len(pages) > 1 else None)
+
+
+def _judges(store: Runs, x: Comparison) -> list[tuple[str, str]]:
+    """Each run's judge and its validation, when either run was judged."""
+    lines = [
+        (side, judge_line(store, store.manifest(run)))
+        for side, run in (("baseline", x.base_run), ("candidate", x.cand_run))
+    ]
+    return [(side, line or "not judged") for side, line in lines] if any(line for _, line in lines) else []
 
 
 def _titles(store: Runs, run_id: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ from typing import Any
 from attest.text import printable
 from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.engine.execute import RunOutcome
+from evals.render.judge_status import judge_line
 from evals.store.protocols import Runs
 from evals.store.records import write_atomic
 
@@ -39,7 +40,8 @@ def write_run_page(
 
     m = outcome.manifest
     cases = {c.id: c.model_dump(mode="json") for c in outcome.spec.cases} if outcome.spec else {}
-    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings, prices)
+    line = judge_line(store, m)
+    page = run_html(m, outcome.report, prompts_of(store, outcome.run_id), texts, cases, warnings, prices, line)
     path = page_dir / "report.html"
     write_atomic(path, page)
     return path
@@ -53,9 +55,11 @@ def print_report(
     degenerate: Sequence[str] = (),
     hint: str = "",
     prices: PriceList | None = None,
+    judged_by: str = "",
 ) -> None:
     """The human-readable report, from `outcome.report` (annotate it first for the uncertainty rows);
-    `degenerate` warnings are printed under the headline; `hint` is the options the `runs show` line carries."""
+    `degenerate` warnings are printed under the headline; `hint` is the options the `runs show` line carries;
+    `judged_by` is a judged run's judge and its validation."""
     result, stats, manifest, block = outcome.result, outcome.stats, outcome.manifest, outcome.report.uncertainty
     latency = f"{result.median_latency:.3f} s" if result.median_latency is not None else "n/a"
     print(
@@ -68,6 +72,8 @@ def print_report(
     for warning in degenerate:
         print(f"  WARNING         {printable(warning)}")
     for line in lines[1:]:
+        print(line)
+    for line in judged_lines(outcome.report.judged, judged_by):
         print(line)
     print(f"  median latency  {latency} (recorded at generation)")
     print(f"  cache           {stats.hits} hits, {stats.misses} misses, {stats.seconds:.2f} s generating")
@@ -87,6 +93,34 @@ def print_report(
     shown_at = run_dir / "report.json" if isinstance(run_dir, Path) else f"run {outcome.run_id} in {run_dir}"
     print(f"  report          {printable(str(shown_at))}")
     print(f"  answers         python -m evals.runs{printable(hint)} show {outcome.run_id}")
+
+
+def judged_lines(judged: dict[str, Any], judged_by: str = "") -> list[str]:
+    """The `judged` line (the judged pass rate beside the rule score, never in its place), the judge and whether
+    judge_check validated it, and the judge stage's cache use."""
+    from evals.analysis.judged import judged_estimate  # deferred: scipy, for judged runs only
+
+    found = judged_estimate(judged) if judged else None
+    if found is None:
+        return []
+    estimate, method = found
+    judge = judged["judge"]
+    who = f"{judge['backend']} {judge['model']} (judge prompt {judge['prompt_fingerprint'][:12]})"
+    lines = [
+        f"  judged          {estimate.format()} cases, {judged['samples']} samples (95%, {method}): "
+        "the judge's pass rate, beside the rule score",
+        f"  judge           {printable(judged_by or who)}; it decides in `compare --metric judged` only when validated",
+    ]
+    cache = judged.get("generate")
+    if cache:
+        lines.append(
+            f"  judge cache     {cache['hits']} hits, {cache['misses']} misses, {cache['seconds']:.2f} s judging"
+        )
+    unparseable = judged.get("unparseable", [])
+    if unparseable:
+        shown = ", ".join(unparseable[:5]) + (f" and {len(unparseable) - 5} more" if len(unparseable) > 5 else "")
+        lines.append(f"  unparseable     {len(unparseable)} judgement(s) counted as fail: {printable(shown)}")
+    return lines
 
 
 def producer_lines(workers: dict[str, int], servers: dict[str, int]) -> list[str]:

@@ -25,6 +25,7 @@ def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = Non
     answers = cache.get_many([s.key for s in samples])
     inputs, gold = _case_fields(manifest, case) if case is not None else ({}, {})
     scored = {(r["id"], r["sample"]): r for r in (report.results if report else [])}
+    judged = {(r["id"], r["sample"]): r for r in (report.judged.get("results", []) if report else [])}
     rows = []
     for s in samples:
         entry = answers[s.key]
@@ -38,13 +39,27 @@ def show_run(store: Runs, cache: Answers, run_id: str, *, case: str | None = Non
                 "errors": result.get("errors", []),
                 "details": result.get("details", {}),
                 **({"inputs": inputs, "gold": gold} if case is not None else {}),
+                **_judged(judged.get((s.case, s.sample))),
             }
         )
     if as_json:
         data = {"manifest": manifest.to_dict(exclude=frozenset({"samples"})), "prompts": prompts, "cases": rows}
         return printable_json(json.dumps(data, indent=1, ensure_ascii=False))  # as safe as the text output
-    lines = [*_header(manifest, report.overall if report else None, prompts), *_cases(rows)]
+    lines = [*_header(manifest, report.overall if report else None, prompts), *_judge(store, manifest), *_cases(rows)]
     return "\n".join(printable(line) for line in lines)  # every field of a hand-edited run, made safe
+
+
+def _judged(row: dict[str, Any] | None) -> dict[str, Any]:
+    return {} if row is None else {"judged": "pass" if row["passed"] else "fail", "judge_reason": row["reason"]}
+
+
+def _judge(store: Runs, m: Manifest) -> list[str]:
+    """A judged run's judge and whether judge_check validated it."""
+    if m.judge is None:
+        return []
+    from evals.render.judge_status import judge_line  # the task registry: judged runs only
+
+    return [f"  judge       {judge_line(store, m)}"]
 
 
 def _header(m: Manifest, overall: float | None, prompts: dict[str, str]) -> list[str]:
@@ -88,4 +103,6 @@ def _cases(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"      answer  {answer}")
         for error in row["errors"]:
             lines.append(f"      error   {printable(str(error))}")
+        if "judged" in row:
+            lines.append(f"      judged  {row['judged']}: {printable(str(row['judge_reason']))}")
     return lines

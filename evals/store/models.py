@@ -18,11 +18,15 @@ import msgspec
 from msgspec import Meta
 
 from attest.errors import AttestError
+from evals.store.judged import JudgedBlock
 
 __all__ = [
     "RUN_ID",
     "SCHEMA_VERSION",
     "Decision",
+    "JudgeIdentity",
+    "JudgeRef",
+    "JudgeSample",
     "Manifest",
     "Prompts",
     "Provenance",
@@ -132,6 +136,34 @@ class ResultRow(Record, frozen=True, kw_only=True):
     details: dict[str, Any] = {}
 
 
+class JudgeSample(Record, frozen=True, kw_only=True):
+    """Where one sample's judgement is cached; key "" when the answer held nothing to judge (judged fail)."""
+
+    case: _Name
+    sample: _Count
+    key: _Sha
+
+
+class JudgeIdentity(Record, frozen=True, kw_only=True):
+    """Who a judge is: backend, model, digest, options and the fingerprint of its judge prompt."""
+
+    backend: _Name
+    model: _Name
+    digest: _Name
+    options: dict[str, Any] = {}
+    prompt_fingerprint: _Sha  # the judge prompt rendered on fixed placeholders (engine/judge.py)
+
+
+class JudgeRef(JudgeIdentity, frozen=True, kw_only=True):
+    """A judged run's judge (its identity) and the key of each sample's judgement."""
+
+    samples: list[JudgeSample] = []
+
+    def identity(self) -> dict[str, Any]:
+        """What names this judge in a validation: backend, model, digest, options and prompt fingerprint."""
+        return self.to_dict(exclude=frozenset({"samples"}))
+
+
 class Provenance(Record, frozen=True, kw_only=True):
     """Enough to reproduce a run and to tell two runs apart."""
 
@@ -170,6 +202,7 @@ class Manifest(Record, frozen=True, kw_only=True):
     label: _Name = ""  # free text: "baseline", "candidate", ...
     limit: Annotated[int, Meta(ge=1)] | None = None  # --limit N: a stratified subset of the split, not all of it
     only: list[_Name] = []  # --case ID...: only these cases of the split
+    judge: JudgeRef | None = None  # --judge-backend: the judge stage that graded every answer
 
 
 class Prompts(Record, frozen=True, kw_only=True):
@@ -203,15 +236,24 @@ class Report(Record, frozen=True, kw_only=True):
     results: list[dict[str, Any]]
     # the interval, families, baselines and detectable difference (analysis/uncertainty.py); the run scripts fill it
     uncertainty: dict[str, Any] = {}
+    judged: dict[str, Any] = {}  # a judged run's judge, counts and judgements (evals/store/judged.py's JudgedBlock)
 
     def __post_init__(self) -> None:
-        """Each row checked as a ResultRow (types and ranges), kept as the dict the renderers read."""
+        """Each row checked as a ResultRow and the judged block as a JudgedBlock (types and ranges), kept as
+        the dicts the renderers read."""
         for i, row in enumerate(self.results):
-            try:
-                msgspec.convert(row, ResultRow, strict=True)
-            except msgspec.ValidationError as exc:  # msgspec's own form, with the path from the top
-                message, _, at = str(exc).partition(" - at `$")
-                raise ValueError(f"{message} - at `$.results[{i}]{at.rstrip('`')}`") from None
+            check_as(row, ResultRow, f"results[{i}]")
+        if self.judged:
+            check_as(self.judged, JudgedBlock, "judged")
+
+
+def check_as(data: Any, model: type[msgspec.Struct], where: str) -> None:
+    """`data` checked as a `model` record, or ValueError naming the path from the top (msgspec's own form)."""
+    try:
+        msgspec.convert(data, model, strict=True)
+    except msgspec.ValidationError as exc:
+        message, _, at = str(exc).partition(" - at `$")
+        raise ValueError(f"{message} - at `$.{where}{at.rstrip('`')}`") from None
 
 
 class ReportHead(Record, frozen=True, kw_only=True, forbid_unknown_fields=False):

@@ -38,6 +38,7 @@ from evals.store.models import (
     RunAuthor,
     decode,
 )
+from evals.store.validation import VALIDATION_PREFIX
 
 __all__ = [
     "DirStore",
@@ -182,7 +183,7 @@ class MemoryStore(RunStore):
         self.records: dict[tuple[str, str], Record] = {}
 
     def run_ids(self) -> list[str]:
-        return sorted({run_id for run_id, _ in self.records})
+        return sorted({run_id for run_id, _ in self.records if not run_id.startswith(VALIDATION_PREFIX)})
 
     def save(self, run_id: str, name: str, record: Record) -> None:
         self.records[run_id, name] = record
@@ -241,7 +242,7 @@ class DirStore(RunStore):
                 f"cannot list the runs in {self.root} ({exc.strerror or exc}): "
                 "give a cache directory with --cache-dir or ATTEST_CACHE_DIR"
             ) from None
-        return [n for n in names if _RUN_ID.fullmatch(n)]
+        return [n for n in names if _RUN_ID.fullmatch(n) and not n.startswith(VALIDATION_PREFIX)]
 
     def save(self, run_id: str, name: str, record: Record) -> None:
         """Write one record of a run whose directory exists (`writing` creates it): a save never brings

@@ -14,6 +14,7 @@ import psycopg
 from evals.store.models import Manifest, Record, RecordError, RunAuthor, decode
 from evals.store.postgres.connection import describe, guard, who
 from evals.store.records import RunError, RunStore
+from evals.store.validation import VALIDATION_PREFIX
 
 __all__ = ["PgRuns"]
 
@@ -34,7 +35,13 @@ class PgRuns(RunStore):
 
     def run_ids(self) -> list[str]:
         with guard("list the runs", self._url):
-            return [r[0] for r in self._conn.execute("SELECT DISTINCT run_id FROM attest.records ORDER BY 1")]
+            return [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT DISTINCT run_id FROM attest.records WHERE run_id NOT LIKE %s ORDER BY 1",
+                    (VALIDATION_PREFIX + "%",),
+                )
+            ]
 
     def save(self, run_id: str, name: str, record: Record) -> None:
         self._check(run_id)

@@ -3,7 +3,8 @@
 The backend knows no schema: each task brings its answerer (`attest.backends.types.StubAnswer`,
 an eval task's `Task.stub_answer`). The app's three features have theirs here, keyword
 overlap read from the labelled lines the renderers write (`Interests:`, `Title:`, `Summary:`)
-in the last user message: `tags_answer`, `reaction_answer`, `explanation_answer`. They know
+in the last user message: `tags_answer`, `reaction_answer`, `explanation_answer`, and the
+explanation judge's `judgement_answer`. They know
 nothing a real model would not be told. The stub is the offline mode, the test double for
 whole-pipeline tests, and the baseline a real model must beat.
 """
@@ -20,7 +21,7 @@ from attest.backends.types import DEFAULT_OPTIONS, ChatResponse, Message, StubAn
 from attest.errors import AttestError
 from attest.vocab import REFUSAL
 
-__all__ = ["StubBackend", "content_words", "explanation_answer", "reaction_answer", "tags_answer"]
+__all__ = ["StubBackend", "content_words", "explanation_answer", "judgement_answer", "reaction_answer", "tags_answer"]
 
 
 class StubBackend:
@@ -234,6 +235,12 @@ def explanation_answer(messages: Sequence[Message], schema: Mapping[str, Any]) -
     return _explanation(_overlap(_prompt(messages))[1])
 
 
+def judgement_answer(messages: Sequence[Message], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The explanation judge: a refusal passes when nothing is shared, a sentence when it names a shared word."""
+    prompt = _prompt(messages)
+    return _judgement(_overlap(prompt)[1], _field(prompt, "Note"))
+
+
 def _tags(item: set[str], schema: Mapping[str, Any]) -> list[str]:
     vocabulary = schema.get("properties", {}).get("tags", {}).get("items", {}).get("enum", [])
     scored = sorted(
@@ -255,6 +262,18 @@ def _reaction(title: str, overlap: list[str]) -> dict[str, Any]:
         "confidence": confidence,
         "reasoning": f"'{title}' shares {shared} with the reader's interests.",
     }
+
+
+def _judgement(overlap: list[str], note: str) -> dict[str, Any]:
+    """The stub judge: a refusal passes when nothing is shared; a sentence passes when it names a shared word."""
+    if REFUSAL.lower().rstrip(".") in note.lower():
+        if overlap:
+            return {"grade": "fail", "reason": f"refused, but the item shares {overlap[0]}"}
+        return {"grade": "pass", "reason": "refused, and nothing is shared"}
+    named = [w for w in overlap if content_words(w) & content_words(note)]
+    if named:
+        return {"grade": "pass", "reason": f"names the shared topic {named[0]}"}
+    return {"grade": "fail", "reason": "names no topic the item shares with the interests"}
 
 
 def _explanation(overlap: list[str]) -> dict[str, Any]:
