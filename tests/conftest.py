@@ -40,7 +40,7 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True, scope="session")
 def _own_xdg_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The session's own XDG cache (remembered plots, gguf digests), never the developer's; uv keeps reading
-    its own cache (tests/test_task_plugin.py installs from it, offline)."""
+    its own cache (tests/tasks/test_task_plugin.py installs from it, offline)."""
     uv_cache = os.environ.get("UV_CACHE_DIR") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "uv"
     )
