@@ -17,6 +17,10 @@ x `--repeat 5` = 1,000 samples.
 
 Sleep-bound, not CPU-bound: one repeat takes about six minutes, so it repeats
 min(REPEATS, 2) times (stated in the notes).
+
+(d)-(f), the store across a network (a loopback proxy adding 0, 10 or 40 ms per round
+trip: N workers on one job, `runs list` of 40 and 1,000 runs, `pull` of 100k answers), are
+benchmarks/_store_network.py; ATTEST_BENCH_STORE=network runs them alone.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from benchmarks import _store_network
 from benchmarks._common import REPEATS, ROOT, Row, Spread, print_rows, rotated, script_command
 from evals.reaction_eval import CORPUS
 from evals.store.keys import Entry
@@ -76,11 +81,11 @@ def _database(socket_dir: str, name: str) -> str:
 
 
 @contextmanager
-def _fake_servers(n: int) -> Iterator[list[str]]:
+def _fake_servers(n: int, slots: int = 1) -> Iterator[list[str]]:
     script = str(Path(__file__).with_name("_fakeserver.py"))
     procs = [
         subprocess.Popen(
-            [sys.executable, script, "--slots", "1", "--delay", str(DELAY_S)], stdout=subprocess.PIPE, text=True
+            [sys.executable, script, "--slots", str(slots), "--delay", str(DELAY_S)], stdout=subprocess.PIPE, text=True
         )
         for _ in range(n)
     ]
@@ -131,12 +136,12 @@ def _workers(store: str, servers: list[str], corpus: Path, root: Path) -> tuple[
     for proc, (_, err) in zip(procs, outputs, strict=True):
         if proc.returncode != 0:
             raise RuntimeError(f"a worker failed: {err.strip().splitlines()[-1:]}")
-    return seconds, [json.loads(out) for out, _ in outputs]
+    return seconds, [json.loads(out) for out, _ in outputs if out.strip()]  # one run per job: one report
 
 
-def _corpus(root: Path) -> Path:
-    path = root / "corpus.json"
-    path.write_text(json.dumps(json.loads(CORPUS.read_text(encoding="utf-8"))[:CASES]), encoding="utf-8")
+def _corpus(root: Path, cases: int = CASES) -> Path:
+    path = root / f"corpus-{cases}.json"
+    path.write_text(json.dumps(json.loads(CORPUS.read_text(encoding="utf-8"))[:cases]), encoding="utf-8")
     return path
 
 
@@ -157,7 +162,8 @@ def _measure(socket_dir: str, root: Path, corpus: Path, repeat: int, n: int, fou
 
 def _span(reports: list[dict[str, Any]]) -> float:
     """Seconds from the first worker starting to generate to the last one finishing (each report is scored
-    right after its generate stage: `scored_at` ends it, `generate.seconds` before that starts it)."""
+    right after its generate stage: `scored_at` ends it, `generate.seconds` before that starts it). Workers of
+    one job make one run: the last to finish reports, so with N workers this is that worker's generate stage."""
     starts = [r["scored_at"] - r["generate"]["seconds"] for r in reports]
     return float(max(r["scored_at"] for r in reports) - min(starts))
 
@@ -188,13 +194,18 @@ def _lookups(socket_dir: str, root: Path) -> dict[str, list[float]]:
 
 def run() -> list[Row]:
     found: dict[str, Any] = {"calls": {}, "times": {}, "spans": {}, "split": {}, "teammate": [], "teammate_calls": []}
+    only_network = os.environ.get("ATTEST_BENCH_STORE") == "network"  # (d)-(f) alone, when trying them out
     with _postgres() as (root, socket_dir):
         corpus = _corpus(root)
-        for i in range(RUNS):
+        for i in range(0 if only_network else RUNS):
             for n in rotated(LEVELS, i):
                 _measure(socket_dir, root, corpus, i, n, found)
-        lookups = _lookups(socket_dir, root)
-    return [_teammate_row(found), *(_workers_row(n, found) for n in LEVELS), *_lookup_rows(lookups)]
+        lookups = {} if only_network else _lookups(socket_dir, root)
+        small = _corpus(root, _store_network.CASES)
+        network = _store_network.rows(socket_dir, lambda name: _database(socket_dir, name), root, _fake_servers, small)
+    if only_network:
+        return network
+    return [_teammate_row(found), *(_workers_row(n, found) for n in LEVELS), *_lookup_rows(lookups), *network]
 
 
 def _notes() -> list[str]:

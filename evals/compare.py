@@ -54,7 +54,7 @@ from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
 from evals.store.records import RunError
 from evals.store.refs import Resolved, UnknownTaskRef, parse_filter, resolve
-from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, hint_options, resolve_cache_dir, resolve_store_url
 
 if TYPE_CHECKING:
     from evals.analysis.tokens import PriceList
@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("cand", metavar="CAND", help="the candidate run")
     parser.add_argument("--all", action="store_true", help="compare every task: BASE and CAND are @latest/@previous")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument("--margin", type=margin_type, default=0.0, help="gain required to ship, fixed before looking")
     parser.add_argument("--show", type=at_least(0), default=5, help="changed cases shown side by side (default 5)")
     parser.add_argument(
@@ -172,7 +172,7 @@ def _suffixes(refs: Sequence[str]) -> list[tuple[str, str]]:
 def _compare(args: argparse.Namespace) -> int:
     args.price_list = load_prices(args.prices)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    url = resolve_store_url(args.store)
+    url = resolve_store_url(args.store, args.store_file)
     # no answers ever cached here: the records alone, and no cache created
     opened = open_store(url, cache_dir, answers=url is not None or (cache_dir / "responses").is_dir())
     try:
@@ -203,19 +203,20 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
     if args.html != "-":
         _print(found, pairs, args)
     if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
-        _append_summary(found, args.summary)
+        _append_summary(found, pairs, args)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
-def _append_summary(found: list[Comparison], target: str) -> None:
-    """Append the comparison as markdown to `target` (a step summary gathers every step's)."""
-    from evals.render.comparison_markdown import to_markdown
+def _append_summary(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argparse.Namespace) -> None:
+    """Append the markdown comparison and both runs' tokens and cost to `--summary` (a step summary)."""
+    from evals.render.comparison_tokens import markdown_with_tokens
 
+    target, text = args.summary, markdown_with_tokens(found, pairs, args.price_list)
     try:
         with open(target, "a", encoding="utf-8") as out:
-            out.write(printable(to_markdown(found), multiline=True) + "\n\n")
+            out.write(printable(text, multiline=True) + "\n\n")
     except OSError as exc:
         raise RunError(
             f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
@@ -278,9 +279,9 @@ def _print(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argp
             one["runs"] = token_json(b, c, args.price_list)
         print(json.dumps(data, indent=1))
     elif args.markdown:
-        from evals.render.comparison_markdown import to_markdown
+        from evals.render.comparison_tokens import markdown_with_tokens
 
-        print(printable(to_markdown(found), multiline=True))
+        print(printable(markdown_with_tokens(found, pairs, args.price_list), multiline=True))
     else:
         for x, (b, c) in zip(found, pairs, strict=True):
             print(printable(to_text(x), multiline=True), end="")

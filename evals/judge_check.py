@@ -51,7 +51,7 @@ from evals.render.judge_status import THRESHOLD as JUDGE_THRESHOLD
 from evals.store.keys import Identity, request_key
 from evals.store.models import JudgeRef
 from evals.store.open import Opened, open_store
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 from evals.store.validation import Validation, validation_id
 
 __all__ = ["THRESHOLD", "main"]
@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--corpus", type=Path, help="the judgement corpus (default: the task's)")
     parser.add_argument("--concurrency", type=at_least(1), default=1, help="judge calls in flight (default 1)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     _add_transport_options(parser)
     add_judge_options(parser, what="the judge's backend (env ATTEST_JUDGE_BACKEND)")
     return parser
@@ -120,7 +120,7 @@ def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     entries = [e for e in everything if args.split in ("all", e.split)]
     if not entries:
         raise AttestError(f"{path}: no entries in split {args.split!r}")
-    store = open_store(resolve_store_url(args.store), resolve_cache_dir(args.cache_dir))
+    store = open_store(resolve_store_url(args.store, args.store_file), resolve_cache_dir(args.cache_dir))
     try:
         backend = backend_factory(dataclasses.replace(settings, stub_answer=task.judge.stub_answer))
         try:

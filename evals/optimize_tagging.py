@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None, *, backend_factory: BackendFactory =
 def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     train, judged = load_cases(split="train"), load_cases(split=args.split)
     cache_dir = resolve_cache_dir(args.cache_dir)
-    store = open_store(resolve_store_url(args.store), cache_dir)
+    store = open_store(resolve_store_url(args.store, args.store_file), cache_dir)
     try:
         settings = settings_from_args(args, default_backend="auto")
         backend = backend_factory(dataclasses.replace(settings, stub_answer=TASK.stub_answer))

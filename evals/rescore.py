@@ -45,6 +45,7 @@ from evals.store.models import Decision, JudgeRef, Manifest, Report
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs, WritesRefused
 from evals.store.records import RunError
+from evals.store.refs import list_runs
 from evals.store.settings import resolve_cache_dir, resolve_store_url
 
 __all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
@@ -71,27 +72,30 @@ class Rescored:
 def find_runs(
     store: Runs, *, run_id: str | None = None, every: bool = False, skipped: list[str] | None = None
 ) -> list[Manifest]:
-    """The runs to re-score: one named run, all complete runs, or the latest complete run per task.
-
-    An unreadable run is left out, with one line saying why added to `skipped` when given."""
+    """The runs to re-score: one named run, all complete runs, or the latest complete run per task (from
+    `runs list`'s rows: one statement on a shared store). An unreadable run is left out, said in `skipped`."""
     if run_id is not None:
         return [store.manifest(run_id)]
-    complete = [m for m in _manifests(store, skipped) if m.status == "complete" and m.task in tasks.names()]
+    said = [] if skipped is None else skipped
     if every:
-        return complete
-    complete.sort(key=lambda m: (m.created, m.run_id))  # ids share a second's resolution: order by creation
-    latest = {m.task: m for m in complete}  # the last one wins
-    return list(latest.values())
+        every_run = _manifests(store, said, store.run_ids())
+        return [m for m in every_run if m.status == "complete" and m.task in tasks.names()]
+    latest: dict[str, str] = {}
+    for row in list_runs(store):  # newest first
+        if row.summary is None:
+            said.append(_skip_line(row.run_id, RunError(row.problem)))
+        elif row.summary.status == "complete" and row.summary.task in tasks.names():
+            latest.setdefault(row.summary.task, row.run_id)
+    return _manifests(store, said, list(latest.values()))
 
 
-def _manifests(store: Runs, skipped: list[str] | None) -> list[Manifest]:
+def _manifests(store: Runs, skipped: list[str], run_ids: list[str]) -> list[Manifest]:
     found = []
-    for run_id in store.run_ids():
+    for run_id in run_ids:
         try:
             found.append(store.manifest(run_id))
         except RunError as exc:  # `runs list` shows it as unreadable; `runs prune --incomplete` removes it
-            if skipped is not None:
-                skipped.append(_skip_line(run_id, exc))
+            skipped.append(_skip_line(run_id, exc))
     return found
 
 
@@ -100,14 +104,21 @@ def _skip_line(run_id: str, exc: AttestError) -> str:
 
 
 def rescore_run(
-    manifest: Manifest, cache: Answers, corpus: Path | None = None, judge: Identity | None = None
+    manifest: Manifest,
+    cache: Answers,
+    corpus: Path | None = None,
+    judge: Identity | None = None,
+    *,
+    paths_local: bool = True,
 ) -> Rescored:
     """Score a run's cached samples with today's scorer against today's labels; a judged run's judgements (or,
-    with `judge`, that judge's judgements of the same answers) read back from the cache."""
+    with `judge`, that judge's judgements of the same answers) read back from the cache. A shared store's run
+    (`paths_local=False`) is scored against the task's corpus in this checkout, never a path recorded on another
+    machine (hashes compared)."""
     if manifest.task not in tasks.names():
         raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
     task = tasks.get(manifest.task)
-    path = corpus or paths.resolve_corpus(manifest.provenance.corpus)
+    path = corpus or (paths.resolve_corpus(manifest.provenance.corpus) if paths_local else task.corpus)
     loaded = load_cases(task, path)
     cases: dict[str, Case] = {c.id: c for c in loaded}
     gone = sorted({s.case for s in manifest.samples} - set(cases))
@@ -160,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    opened = open_store(resolve_store_url(args.store), resolve_cache_dir(args.cache_dir))
+    opened = open_store(resolve_store_url(args.store, args.store_file), resolve_cache_dir(args.cache_dir))
     try:
         skipped: list[str] = []
         manifests = find_runs(opened.runs, run_id=args.run, every=args.all, skipped=skipped)
@@ -168,7 +179,7 @@ def _rescore(args: argparse.Namespace) -> int:
             print(printable(line), file=sys.stderr)
         if not manifests:
             raise AttestError(f"no complete runs in {opened.where}: run an eval first (nox -s eval-reaction)")
-        args.judge = judge_identity(args, _manifests(opened.runs, None))
+        args.judge = judge_identity(args, _manifests(opened.runs, [], opened.runs.run_ids()))
         return _rescore_runs(manifests, opened.runs, opened.answers, args)
     finally:
         opened.close()
@@ -182,7 +193,7 @@ def _rescore_runs(manifests: list[Manifest], store: Runs, cache: Answers, args: 
     unsaved: WritesRefused | None = None
     for manifest in manifests:
         try:
-            done = rescore_run(manifest, cache, args.corpus, args.judge)
+            done = rescore_run(manifest, cache, args.corpus, args.judge, paths_local=store.paths_local)
             old = store.report(manifest.run_id)
         except AttestError as exc:
             if args.run is not None:
@@ -236,7 +247,7 @@ def recheck_decisions(
         cand = rescored[run_id]
         try:
             base = rescored.get(decision.baseline_run) or rescore_run(
-                store.manifest(decision.baseline_run), cache, corpus
+                store.manifest(decision.baseline_run), cache, corpus, paths_local=store.paths_local
             )
             runs = [Run(r.manifest, r.report()) for r in (base, cand)]
             entry = recheck(decision, runs[0], runs[1])

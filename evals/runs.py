@@ -28,7 +28,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attest.errors import AttestError, run_reporting_errors
@@ -39,7 +39,7 @@ from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs
 from evals.store.records import RunError
 from evals.store.refs import list_runs, resolve
-from evals.store.settings import STORE_HELP, resolve_cache_dir, resolve_store_url
+from evals.store.settings import add_store_arguments, resolve_cache_dir, resolve_store_url
 from evals.store.sync import sync
 
 __all__ = ["main"]
@@ -59,7 +59,7 @@ _COLUMNS = ("task", "status", "backend", "model", "split")
 
 
 def _list(store: Runs, args: argparse.Namespace) -> int:
-    rows = list_runs(store, _known_task(store, args.task))
+    rows = list_runs(store, _known_task(store, args.task), limit=args.limit, offset=args.offset)
     authors = store.authors()  # a team's store says who made each run; None elsewhere
     if args.json:
         by = {k: a.to_dict() for k, a in (authors or {}).items()}
@@ -128,8 +128,8 @@ def _sync(command: str, url: str | None, cache_dir: Any) -> int:
     }
     line, warning = sync(command, open_store(None, cache_dir), open_store(url, cache_dir), models)
     print(line)
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
+    for note in warning.splitlines():
+        print(f"warning: {note}", file=sys.stderr)
     return 0
 
 
@@ -165,15 +165,14 @@ def _show_html(store: Runs, cache: Answers, run_id: str, target: str) -> int:
     return 0
 
 
-def _stub_texts(manifest: Manifest) -> dict[str, str] | None:
+def _stub_texts(manifest: Manifest, raw: Mapping[str, Mapping[str, Any]]) -> dict[str, str] | None:
     """The stub's answers on the run's cases, for the page's "identical to the stub's" check (None: unknown task)."""
     from evals import tasks
     from evals.analysis.stub_texts import stub_texts
-    from evals.render.pages import corpus_cases
 
     try:
         task = tasks.get(manifest.task)
-        cases = [task.case_model.model_validate(c) for c in corpus_cases(manifest).values()]
+        cases = [task.case_model.model_validate(c) for c in raw.values()]
     except (tasks.UnknownTaskError, ValueError):
         return None
     return stub_texts(task, cases)
@@ -204,11 +203,13 @@ def _gc(store: Runs, cache: Answers, args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="runs", description="List, show and prune the runs in the cache.")
     parser.add_argument("--cache-dir", help=CACHE_DIR_HELP)
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="one row per run, newest first")
     ls.add_argument("--task", help="only this task's runs")
     ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.add_argument("--limit", type=at_least(1), help="at most this many runs (the newest, after --offset)")
+    ls.add_argument("--offset", type=at_least(0), default=0, help="skip this many of the newest runs first")
     show = sub.add_parser("show", help="a run's provenance, then each case's answer, score and errors")
     show.add_argument("run", help="a run id, or TASK@latest / TASK@previous")
     show.add_argument("--case", help="only this case id")
@@ -242,7 +243,7 @@ def _parser() -> argparse.ArgumentParser:
     pull = sub.add_parser("pull", help="copy the store's answers and runs into the local cache")
     for command in (ls, show, trend, prune, gc, push, pull):  # the shared options before or after the subcommand
         command.add_argument("--cache-dir", default=argparse.SUPPRESS, help=CACHE_DIR_HELP)
-        command.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+        add_store_arguments(command, default=argparse.SUPPRESS)
     return parser
 
 
@@ -260,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     cache_dir = resolve_cache_dir(args.cache_dir)
-    url = resolve_store_url(args.store)
+    url = resolve_store_url(args.store, args.store_file)
     if args.command in ("push", "pull"):
         return _sync(args.command, url, cache_dir)
     if url is None and not cache_dir.is_dir():
@@ -270,8 +271,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "show":
         return _show(url, cache_dir, args)
-    if args.command not in ("list", "trend") and url is not None:
-        raise AttestError(f"`runs {args.command}` acts on the local cache only: drop --store (or unset ATTEST_STORE)")
     opened = open_store(url, cache_dir, answers=args.command == "gc")  # list, trend and prune read the records
     try:
         if args.command == "list":

@@ -10,6 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests (tests/test_settings_properties.py): the same examples on every run and machine, no
+# example database; `pytest --hypothesis-profile=long` searches far wider, with a database in .hypothesis/.
+settings.register_profile(
+    "ci", derandomize=True, database=None, max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci")
 
 if TYPE_CHECKING:
     from attest.backends.llamacpp import LocalServer

@@ -39,6 +39,7 @@ class Run:
     manifest: Manifest
     report: Report
     prompts: tuple[str, ...] = ()  # the system prompts it sent (prompts.json), in the manifest's order
+    paths_local: bool = True  # False: from a shared store, whose recorded corpus path is never opened here
 
     @property
     def run_id(self) -> str:
@@ -55,7 +56,7 @@ def load_run(store: Runs, run_id: str) -> Run:
             f"run {run_id} is not complete ({why}), so it cannot be compared: "
             "rerun its eval or pick a complete run (`python -m evals.runs list`)"
         )
-    return Run(manifest, report, _prompts(store, run_id, manifest))
+    return Run(manifest, report, _prompts(store, run_id, manifest), store.paths_local)
 
 
 def _prompts(store: Runs, run_id: str, manifest: Manifest) -> tuple[str, ...]:
@@ -119,6 +120,9 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
         samples.setdefault(str(result["id"]), []).append(float(result["score"]))
     memo = {} if families is None else families
     ref = run.manifest.provenance.corpus
+    if not run.paths_local:
+        ref = ""  # another machine's path: families are for display only, so none are read
+        memo.setdefault(ref, {})
     if ref not in memo:
         memo[ref] = _families(resolve_corpus(ref))
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}

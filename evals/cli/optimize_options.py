@@ -7,7 +7,7 @@ from pathlib import Path
 
 from attest.options import OneLineErrorParser, add_backend_options, at_least
 from evals.cli.options import label_type, margin_type
-from evals.store.settings import STORE_HELP
+from evals.store.settings import add_store_arguments
 
 __all__ = ["DEFAULT_BUDGET", "DEFAULT_MAX_DEMOS", "DEFAULT_OUTPUT", "optimise_parser"]
 
@@ -54,7 +54,7 @@ def optimise_parser() -> argparse.ArgumentParser:
         help="where an accepted artifact goes (default evals/prompts/tagging.json)",
     )
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument(
         "--label",
         type=label_type,

@@ -8,10 +8,15 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from attest.config import shown_value
+from attest.errors import ConfigError
+
 if TYPE_CHECKING:
     from attest.backends.settings import Settings
 
 __all__ = ["add_judge_options", "judge_settings", "label_type", "margin_type", "temperature_type"]
+
+_JUDGE_MODEL = "--judge-model/ATTEST_JUDGE_MODEL"
 
 
 def margin_type(text: str) -> float:
@@ -59,6 +64,7 @@ def add_judge_options(parser: argparse.ArgumentParser, *, what: str = JUDGE_HELP
 
 def judge_settings(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings | None:
     """The judge's backend settings from --judge-backend / --judge-model or the environment; None: no judge."""
+    from attest.backends.registry import KINDS
     from attest.backends.retry import RetryPolicy
     from attest.backends.settings import Settings
 
@@ -66,7 +72,11 @@ def judge_settings(args: argparse.Namespace, environ: Mapping[str, str] | None =
     kind = getattr(args, "judge_backend", None) or env.get("ATTEST_JUDGE_BACKEND", "").strip()
     if not kind:
         return None
+    if kind not in KINDS:  # --judge-backend has argparse's choices; the variable is checked here
+        known = ", ".join(KINDS)
+        raise ConfigError(f"ATTEST_JUDGE_BACKEND={shown_value(kind)} is not a backend: choose one of {known}")
     model = getattr(args, "judge_model", None) or env.get("ATTEST_JUDGE_MODEL", "")
     retry = RetryPolicy(attempts=args.retries, timeout_s=args.timeout) if hasattr(args, "retries") else None
     # ATTEST_MODEL names the answering model, never the judge: the judge's model is its own or its backend's default
-    return Settings.resolve(backend=kind, model=model, env={**env, "ATTEST_MODEL": ""}, retry=retry)
+    env = {**env, "ATTEST_MODEL": ""}
+    return Settings.resolve(backend=kind, model=model, env=env, retry=retry, model_setting=_JUDGE_MODEL)

@@ -12,7 +12,7 @@ from evals.cli.options import add_judge_options, judge_settings
 from evals.engine.judge import known_judge
 from evals.store.keys import Identity
 from evals.store.models import Manifest
-from evals.store.settings import STORE_HELP
+from evals.store.settings import add_store_arguments
 
 __all__ = ["judge_identity", "rescore_parser"]
 
@@ -28,7 +28,7 @@ def rescore_parser() -> argparse.ArgumentParser:
     parser.add_argument("--run", help="re-score this run id only (see `python -m evals.runs list`)")
     parser.add_argument("--all", action="store_true", help="re-score every complete run, not only the latest per task")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument(
         "--corpus", type=Path, help="read the labels from this corpus file instead of the run's own (needs --run)"
     )

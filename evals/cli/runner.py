@@ -29,7 +29,7 @@ from evals.analysis.annotate import annotate, degenerate_warnings, stub_answers
 from evals.cli.options import add_judge_options, judge_settings, label_type
 from evals.cli.prices import PRICES_HELP, load_prices
 from evals.engine.chat import CachedChat
-from evals.engine.execute import RunOutcome, RunSpec, execute
+from evals.engine.execute import HelpedRun, RunOutcome, RunSpec, execute
 from evals.engine.pipeline import load_cases
 from evals.engine.progress import stderr_progress
 from evals.engine.subset import named, stratified
@@ -40,7 +40,14 @@ from evals.render.report import print_report, write_run_page
 from evals.store.keys import Identity
 from evals.store.open import Opened, open_store
 from evals.store.protocols import Runs
-from evals.store.settings import STORE_HELP, hint_options, resolve_cache_dir, resolve_lease_wait, resolve_store_url
+from evals.store.settings import (
+    add_store_arguments,
+    hint_options,
+    resolve_cache_dir,
+    resolve_lease_wait,
+    resolve_store_retry,
+    resolve_store_url,
+)
 
 __all__ = ["BackendFactory", "main"]
 
@@ -86,11 +93,16 @@ def _parser(task: Task[Any], prog: str | None = None) -> argparse.ArgumentParser
     )
     parser.add_argument("--concurrency", type=at_least(1), help="model calls in flight (default: 1, or 4 for openai)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
-    parser.add_argument("--store", help=STORE_HELP)
+    add_store_arguments(parser)
     parser.add_argument(
         "--lease-wait",
         type=positive_seconds,
         help="seconds to wait for a sample another run is generating (env ATTEST_LEASE_WAIT; default 60)",
+    )
+    parser.add_argument(
+        "--store-retry",
+        type=positive_seconds,
+        help="seconds to keep reconnecting to a store whose connection was lost (env ATTEST_STORE_RETRY; default 60)",
     )
     parser.add_argument("--corpus", type=Path, help=f"corpus file (default evals/{task.corpus.name})")
     parser.add_argument(
@@ -156,7 +168,12 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
         cases = stratified(cases, args.limit)
     args.price_list = load_prices(args.prices)  # before any model call: a bad price list costs nothing
     cache_dir = resolve_cache_dir(args.cache_dir)
-    store = open_store(resolve_store_url(args.store), cache_dir, lease_wait_s=resolve_lease_wait(args.lease_wait))
+    store = open_store(
+        resolve_store_url(args.store, args.store_file),
+        cache_dir,
+        lease_wait_s=resolve_lease_wait(args.lease_wait),
+        retry_s=resolve_store_retry(args.store_retry),
+    )
     try:
         backend = backend_factory(dataclasses.replace(settings_from(args), stub_answer=task.stub_answer))
         judge = _judge_backend(task, args, backend_factory)
@@ -166,6 +183,9 @@ def _run(task: Task[Any], args: argparse.Namespace, backend_factory: BackendFact
                 task, cases, corpus, corpus_path, args.split, args.repeat, label=args.label, limit=args.limit, only=only
             )
             outcome = _generate_and_score(spec, args, store, backend, judge)
+        except HelpedRun as helped:  # another worker of this job finishes the run: this one is done
+            print(f"{task.name} eval: {helped}", file=sys.stderr if args.json else sys.stdout)
+            return 0
         finally:
             backend.close()
             if judge is not None:

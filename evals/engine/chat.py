@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from attest.backends.types import Backend, ChatResponse, Message
 from attest.errors import AttestError
 from evals.store.keys import Entry, Identity, request_key, request_seed, this_worker
-from evals.store.protocols import Answers
+from evals.store.protocols import Answers, BatchClaims
 
 __all__ = [
     "CacheOnlyChat",
@@ -62,6 +62,9 @@ class MemoryCache:
 
     def close(self) -> None:
         pass
+
+    def batch_claims(self) -> BatchClaims | None:
+        return None
 
     def get(self, key: str) -> Entry | None:
         return self.entries.get(key)
@@ -122,12 +125,16 @@ class CachedChat:
                 found = self.cache.get(key)
                 if found is not None:
                     return found, True
-            self.calls += 1
-            response = self.ask(messages, schema, sample)
-            who = {"worker": self.worker, "server": self.server}
-            stored = response if isinstance(response, Entry) else Entry.of(response, **who)
-            self.cache.put(key, stored)
-            return stored, False
+            return self.ask_and_store(key, messages, schema, sample), False
+
+    def ask_and_store(self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> Entry:
+        """Ask the model for a sample this process holds the claim of, and store the answer."""
+        self.calls += 1
+        response = self.ask(messages, schema, sample)
+        who = {"worker": self.worker, "server": self.server}
+        stored = response if isinstance(response, Entry) else Entry.of(response, **who)
+        self.cache.put(key, stored)
+        return stored
 
 
 def _backend_ask(backend: Backend) -> SampleChat:

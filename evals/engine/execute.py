@@ -9,6 +9,7 @@ be re-checked by another: every run is a record with the same provenance.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,11 +34,12 @@ from evals.engine.pipeline import (
 )
 from evals.engine.task import Task
 from evals.store.keys import Identity
+from evals.store.local.cache_db import canonical_json
 from evals.store.models import Manifest, Prompts, Provenance, Report, RunProgress, SampleRef
 from evals.store.protocols import Runs
 from evals.store.records import MemoryStore, new_run_id
 
-__all__ = ["IN_PROCESS", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
+__all__ = ["IN_PROCESS", "HelpedRun", "RunOutcome", "RunSpec", "evaluate", "execute", "report_of"]
 
 C = TypeVar("C", bound=Case)
 IN_PROCESS = Identity("in-process", "", "", {})
@@ -87,11 +89,13 @@ def execute(
     the cache, so rerunning asks only for what is missing.
     """
     planned = plan(spec.task, spec.cases, chat.identity, spec.repeat)
-    run_id = new_run_id(spec.task.name)
-    manifest = _manifest(spec, run_id, chat.identity, planned, record_git)
+    manifest = _manifest(spec, new_run_id(spec.task.name), chat.identity, planned, record_git)
+    job, run_id = _join(store, manifest)
+    joined = run_id != manifest.run_id  # another worker of this job started the run: help it
     with store.writing(run_id):
-        store.save(run_id, "manifest", manifest)
-        store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
+        if not joined:
+            store.save(run_id, "manifest", manifest)
+            store.save(run_id, "prompts", Prompts(system=provenance.system_prompts([p.messages for p in planned])))
         recorded = _recording_progress(store, run_id, progress)
         judged: list[Judged] = []
         judge_stats: GenerateStats | None = None
@@ -103,11 +107,17 @@ def execute(
                 )
                 manifest = manifest.replace(judge=ref)
         except KeyboardInterrupt:
-            store.save(run_id, "manifest", manifest.replace(status="interrupted"))
+            if not joined:
+                store.save(run_id, "manifest", manifest.replace(status="interrupted"))
             raise
         except Exception:
-            store.save(run_id, "manifest", manifest.replace(status="failed"))
+            if not joined:
+                store.save(run_id, "manifest", manifest.replace(status="failed"))
             raise
+        if job is not None and not store.leave_job(job):
+            raise HelpedRun(run_id, store.where)
+        if joined:
+            manifest = store.manifest(run_id)
         manifest = manifest.replace(status="complete", generate_seconds=stats.seconds)
         result = score_planned(spec.task, _samples(planned), chat.cache)
         report = report_of(manifest, result, stats)
@@ -116,6 +126,27 @@ def execute(
         store.save(run_id, "report", report)  # before `complete`: a complete run always has its report
         store.save(run_id, "manifest", manifest)
     return RunOutcome(run_id, manifest, stats, result, report, spec)
+
+
+class HelpedRun(Exception):
+    """This worker generated its share of a job's run; another, still generating, will score it."""
+
+    def __init__(self, run_id: str, where: str) -> None:
+        super().__init__(
+            f"helped run {run_id}: the last of its workers to finish scores it and writes its report; "
+            f"see it with `python -m evals.runs show {run_id}` on {where}"
+        )
+        self.run_id = run_id
+
+
+def _join(store: Runs, manifest: Manifest) -> tuple[str | None, str]:
+    """(the job's key, the run to record into): on a store whose workers share a job's run (`join_job`),
+    the run a live worker of the same job started; else this run alone."""
+    m = manifest
+    what = [m.task, m.split, m.repeat, m.provenance.scorer_fingerprint, [s.key for s in m.samples]]
+    job = hashlib.sha256(canonical_json(what).encode()).hexdigest()
+    joined = store.join_job(job, manifest.run_id)
+    return (None, manifest.run_id) if joined is None else (job, joined)
 
 
 def _samples(planned: Sequence[Planned]) -> list[tuple[Case, int, str]]:

@@ -23,6 +23,7 @@ from evals.corpus.cases import Case
 from evals.corpus.read import read_cases, split_sha256
 from evals.engine.bounded import run_bounded
 from evals.engine.chat import CachedChat, MissingSampleError
+from evals.engine.claimed import generate_claimed
 from evals.engine.task import Task
 from evals.store.keys import Identity, request_key
 from evals.store.protocols import Answers
@@ -125,22 +126,30 @@ def generate(
     lock = threading.Lock()
     held: list[Planned] = []
 
-    def attempt(p: Planned, wait: bool) -> None:
-        got = chat.try_fetch(p.key, p.messages, schema, p.sample, wait=wait)
+    def count(key: str, was_hit: bool) -> None:
         with lock:
-            if got is None:
-                held.append(p)
-                return
-            stats.hits += got[1]
-            stats.misses += not got[1]
-            if got[1]:
-                hit.add(p.key)
+            stats.hits += was_hit
+            stats.misses += not was_hit
+            if was_hit:
+                hit.add(key)
             if progress:
                 progress(stats)
 
-    run_bounded(lambda p: attempt(p, False), misses, concurrency)
-    order = {p.key: n for n, p in enumerate(misses)}
-    run_bounded(lambda p: attempt(p, True), sorted(held, key=lambda p: order[p.key]), concurrency)
+    def attempt(p: Planned, wait: bool) -> None:
+        got = chat.try_fetch(p.key, p.messages, schema, p.sample, wait=wait)
+        if got is None:
+            with lock:
+                held.append(p)
+            return
+        count(p.key, got[1])
+
+    claims = chat.cache.batch_claims()
+    if claims is not None:  # a team's store: claims in batches, never visiting what others hold
+        generate_claimed(chat, claims, misses, schema, concurrency, count)
+    else:
+        run_bounded(lambda p: attempt(p, False), misses, concurrency)
+        order = {p.key: n for n, p in enumerate(misses)}
+        run_bounded(lambda p: attempt(p, True), sorted(held, key=lambda p: order[p.key]), concurrency)
     _count_producers(stats, chat.cache, planned, hit)
     stats.seconds = time.perf_counter() - start
     stats.warnings = list(chat.cache.warnings)

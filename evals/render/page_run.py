@@ -21,6 +21,7 @@ from evals.analysis.degenerate import parse_answer
 from evals.analysis.tokens import PriceList, cost_text, tokens_text
 from evals.render import plots
 from evals.render.judge_status import judged_card
+from evals.render.page_caps import PAGE_BASELINES, PAGE_FAMILIES, PAGE_ROWS, family_points, hidden
 from evals.store.models import Manifest, Report, SampleRef
 from evals.store.protocols import Answers
 
@@ -70,10 +71,18 @@ class RunPage:
     readers: list[Reader] = field(default_factory=list)
     plots: dict[str, str] = field(default_factory=dict)  # name -> inline SVG made by evals.render.plots
     judge: dict[str, str] = field(default_factory=dict)  # a judged run: its judged pass rate, judge and validation
+    caps: tuple[int, int] = (PAGE_ROWS, PAGE_FAMILIES)  # the table's rows and the filter's families drawn
 
     @property
     def block(self) -> dict[str, Any]:
-        return dict(self.report.uncertainty) if self.report is not None else {}
+        block = dict(self.report.uncertainty) if self.report is not None else {}
+        if isinstance(block.get("baselines"), list):
+            block["baselines"] = block["baselines"][:PAGE_BASELINES]
+        return block
+
+    @property
+    def hidden(self) -> str:
+        return hidden(len(self.rows), len(self.families))
 
 
 def answer_texts(cache: Answers, samples: Sequence[SampleRef]) -> dict[tuple[str, int], str | None]:
@@ -225,11 +234,8 @@ def _plain_facts(m: Manifest, report: Report | None, prices: PriceList | None) -
 def _plots(page: RunPage, cases: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     block = page.block
-    if block.get("families"):
-        points = [
-            plots.Point(r["family"], r["mean"], r["low"], r["high"], tuple(sorted(r.get("baselines", {}).items())))
-            for r in block["families"]
-        ]
+    points = family_points(block.get("families"))
+    if points:
         out["families"] = plots.forest(points, xlabel="mean score (95% interval)")
     scores = [r.score for r in page.rows if r.score is not None]
     if scores:

@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from attest.errors import AttestError
+from attest.files import read_text_bounded
 from evals.analysis.comparison import Comparison, RunScores
 from evals.analysis.degenerate import degenerate
 from evals.analysis.pairing import load_run
@@ -24,14 +26,19 @@ from evals.store.protocols import Answers, Runs
 
 __all__ = ["comparison_html", "corpus_cases", "prompts_of", "run_html", "stored_run_html"]
 
-StubTexts = Callable[[Manifest], Mapping[str, str] | None]
+_MAX_CORPUS_BYTES = 5 << 20  # evals.corpus.read's cap: a recorded path to a FIFO or /dev/zero is refused, not read
+StubTexts = Callable[[Manifest, Mapping[str, Mapping[str, Any]]], Mapping[str, str] | None]
 
 
-def corpus_cases(manifest: Manifest) -> dict[str, dict[str, Any]]:
-    """case id -> the raw case from the corpus file the run recorded ({} when it cannot be read)."""
+def corpus_cases(manifest: Manifest, *, paths_local: bool = True) -> dict[str, dict[str, Any]]:
+    """case id -> the raw case from the corpus file the run recorded ({} when it cannot be read); for a run
+    from a shared store (`paths_local=False`), from its task's corpus in this checkout instead."""
+    from evals import tasks
+
     try:
-        data = json.loads(paths.resolve_corpus(manifest.provenance.corpus).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        path = paths.resolve_corpus(manifest.provenance.corpus) if paths_local else tasks.get(manifest.task).corpus
+        data = json.loads(read_text_bounded(path, _MAX_CORPUS_BYTES))
+    except (AttestError, ValueError):
         return {}
     wanted = set(manifest.case_sha256) or {s.case for s in manifest.samples}
     if not isinstance(data, list):
@@ -62,10 +69,10 @@ def stored_run_html(store: Runs, cache: Answers, run_id: str, stub: StubTexts | 
     manifest = store.manifest(run_id)
     report = store.report(run_id)
     texts = answer_texts(cache, manifest.samples)
-    theirs = stub(manifest) if stub is not None and manifest.backend != "stub" else None
+    cases = corpus_cases(manifest, paths_local=store.paths_local)
+    theirs = stub(manifest, cases) if stub is not None and manifest.backend != "stub" else None
     warnings = degenerate([(case, text) for (case, _), text in texts.items()], theirs)
     line = judge_line(store, manifest)
-    cases = corpus_cases(manifest)
     return run_html(manifest, report, prompts_of(store, run_id), texts, cases, warnings, judged_by=line)
 
 

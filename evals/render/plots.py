@@ -69,6 +69,9 @@ _STYLE: Any = {  # matplotlib types rc keys as Literals; this dict is checked by
 }
 
 
+FOREST_ROWS = 60  # rows a forest plot draws: a report from a store may list 20,000 families
+
+
 @dataclass(frozen=True)
 class Point:
     """One row of a forest plot: a mean and its interval, and optional extra markers (name -> x)."""
@@ -199,7 +202,11 @@ def forest(
     xlim: tuple[float, float] = (0, 1),
     width: float = 4.8,
 ) -> str:
-    """Points with intervals, one row each (top to bottom), with reference lines (x, name) drawn across."""
+    """Points with intervals, one row each (top to bottom), with reference lines (x, name) drawn across;
+    at most FOREST_ROWS rows (a record decides how many there are), the rest counted in the label."""
+    if len(points) > FOREST_ROWS:
+        xlabel = f"{xlabel}; {len(points) - FOREST_ROWS} more not shown"
+        points = points[:FOREST_ROWS]
     with _mpl().rc_context(_STYLE):
         labels = [label(p.label) for p in points]
         legend = bool(lines or any(p.marks for p in points))

@@ -10,6 +10,8 @@ stored as JSON, never pickle: a shared store must not be able to run code.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -20,10 +22,12 @@ from attest.backends.types import Backend, ChatResponse, Message
 from evals.store.local.cache_db import canonical_json
 
 __all__ = [
+    "ANSWER_BYTES",
     "SEEDING",
     "Entry",
     "Identity",
     "entry_from_json",
+    "entry_from_text",
     "request_key",
     "request_seed",
     "samples_randomly",
@@ -41,6 +45,15 @@ _ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
     "created": (int, float),
 }
 _OPTIONAL_TYPES: dict[str, type] = {"worker": str, "server": str}  # absent in answers stored before they existed
+# Answers are untrusted (a shared store, a copied cache): an answer's JSON over this many bytes is
+# never parsed (a miss with a warning), and each number must lie in its range.
+ANSWER_BYTES = 4 << 20
+_RANGES: dict[str, tuple[float, float]] = {
+    "latency_s": (0.0, 1e7),
+    "prompt_tokens": (0, 10**9),
+    "completion_tokens": (0, 10**9),
+    "created": (0.0, 1e11),
+}
 
 
 @dataclass(frozen=True)
@@ -148,4 +161,32 @@ def entry_from_json(raw: object) -> Entry | str:
     wrong += [k for k, kind in _OPTIONAL_TYPES.items() if k in raw and not isinstance(raw[k], kind)]
     if wrong:
         return f"unexpected shape: wrong type for {', '.join(wrong)}"
+    bad = [k for k, (low, high) in _RANGES.items() if raw[k] is not None and not low <= raw[k] <= high]
+    if bad:
+        return f"out of range: {', '.join(f'{k}={raw[k]!r:.40}' for k in bad)}"
     return entry
+
+
+def entry_from_text(text: str | bytes) -> Entry | str:
+    """The Entry a stored JSON text holds, or why not: over ANSWER_BYTES, not JSON, nested too deep,
+    a number that is not finite, or not an Entry (`entry_from_json`)."""
+    if len(text) > ANSWER_BYTES:
+        return f"{len(text)} bytes, over the {ANSWER_BYTES}-byte answer cap"
+    try:
+        raw = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        return "nested too deep"
+    except ValueError as exc:
+        return f"not JSON ({str(exc)[:80]})"
+    return entry_from_json(raw)
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"number {literal[:20]} is out of range")
+    return value
+
+
+def _no_constant(literal: str) -> float:
+    raise ValueError(f"{literal} is not a number")

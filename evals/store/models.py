@@ -92,6 +92,8 @@ def decode(data: bytes | str, model: type[R]) -> R:
         return msgspec.json.decode(data, type=model)
     except msgspec.ValidationError as exc:
         raise RecordError(_where(exc)) from None
+    except RecursionError:
+        raise RecordError("field (top level): nested too deep") from None
     except msgspec.DecodeError as exc:
         try:  # Python's json writes NaN and Infinity, which msgspec refuses as not JSON: name the field
             loose = json.loads(data)

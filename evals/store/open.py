@@ -9,6 +9,7 @@ such as `postgresql:///db?host=/socket/dir` or `host=h dbname=d`): `PgAnswers` a
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,9 +19,9 @@ from pathlib import Path
 from evals.store.keys import Entry
 from evals.store.local.cache import ResponseCache
 from evals.store.local.cache_db import CacheError
-from evals.store.protocols import Answers, Runs
+from evals.store.protocols import Answers, BatchClaims, Runs
 from evals.store.records import DirStore
-from evals.store.settings import DEFAULT_LEASE_WAIT_S
+from evals.store.settings import DEFAULT_LEASE_WAIT_S, DEFAULT_RETRY_S
 
 __all__ = ["Opened", "open_store"]
 
@@ -78,11 +79,20 @@ class _NoAnswers:
     def close(self) -> None:
         pass
 
+    def batch_claims(self) -> BatchClaims | None:
+        return None
+
 
 def open_store(
-    url: str | None, cache_dir: Path, *, lease_wait_s: float = DEFAULT_LEASE_WAIT_S, answers: bool = True
+    url: str | None,
+    cache_dir: Path,
+    *,
+    lease_wait_s: float = DEFAULT_LEASE_WAIT_S,
+    answers: bool = True,
+    retry_s: float = DEFAULT_RETRY_S,
 ) -> Opened:
-    """The local cache under `cache_dir` when `url` is None, else the PostgreSQL store at `url`.
+    """The local cache under `cache_dir` when `url` is None, else the PostgreSQL store at `url` (a lost
+    connection retried for `retry_s` seconds).
 
     `answers=False` opens a local store for its run records alone (nothing created, no answer read):
     `runs list`, `runs prune`, and `compare` where no answer was ever cached. A shared store always has both.
@@ -99,11 +109,13 @@ def open_store(
             f"--store/ATTEST_STORE names a PostgreSQL store, but its client is not installed ({exc.name}): "
             "pip install 'attest[store]'"
         ) from None
-    conn = postgres.connect(url)
+    link = postgres.Link(
+        url, application_name=f"attest {os.urandom(8).hex()}", retry_s=retry_s, notify=_print_line
+    )  # the holder token of this process's claims (evals.store.postgres.answers)
     try:
-        postgres.ensure_schema(conn, url)
-        shared = postgres_answers.PgAnswers(conn, url, lease_wait_s=lease_wait_s, notify=_print_line)
+        postgres.ensure_schema(link.conn, url)
+        shared = postgres_answers.PgAnswers(link, lease_wait_s=lease_wait_s, notify=_print_line)
     except BaseException:
-        conn.close()
+        link.close()
         raise
-    return Opened(shared, postgres_runs.PgRuns(conn, url), postgres.describe(url), shared=True)
+    return Opened(shared, postgres_runs.PgRuns(link), postgres.describe(url), shared=True)

@@ -20,8 +20,9 @@ from typing import Protocol, TypeVar
 from attest.errors import AttestError
 from evals.store.keys import Entry
 from evals.store.models import Manifest, Record, Report, RunAuthor
+from evals.store.records import RunError, StoredSummary
 
-__all__ = ["Answers", "Runs", "WritesRefused"]
+__all__ = ["Answers", "BatchClaims", "Runs", "WritesRefused"]
 
 M = TypeVar("M", bound=Record)
 
@@ -29,6 +30,17 @@ M = TypeVar("M", bound=Record)
 class WritesRefused(AttestError):
     """The store may be read but not written (a read-only role). A command whose write is a by-product
     (rescore's record of itself) reports its results and says the write was skipped."""
+
+
+class BatchClaims(Protocol):
+    """Claims taken many keys at a time, in one statement (a team's store: `PgAnswers`)."""
+
+    lease_wait_s: float
+    where: str
+
+    def claim_many(self, keys: Sequence[str], limit: int) -> tuple[list[str], set[str]]: ...
+
+    def settle(self, key: str, *, stored: bool) -> None: ...
 
 
 class Answers(Protocol):
@@ -61,6 +73,10 @@ class Answers(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    def batch_claims(self) -> BatchClaims | None:
+        """The store's claims in batches, when it has them (a team's store); None: one lease per key."""
+        ...
 
 
 class Runs(Protocol):
@@ -97,6 +113,25 @@ class Runs(Protocol):
     def busy(self, run_id: str) -> bool: ...
 
     def remove(self, run_id: str) -> bool: ...
+
+    # A shared store's: whether recorded paths may be opened here (False: another machine's), `runs list`'s
+    # summary rows in one read (None: read each run), and many runs' records in one read (pull).
+    @property
+    def paths_local(self) -> bool: ...
+
+    def summaries(self, task: str | None, limit: int | None, offset: int) -> list[StoredSummary] | None: ...
+
+    def load_runs(
+        self, run_ids: list[str], models: Mapping[str, type[Record]]
+    ) -> dict[str, list[tuple[str, Record]] | RunError]: ...
+
+    def join_job(self, job: str, run_id: str) -> str | None:
+        """The run a live worker of `job` is generating, joined, else `run_id`; None: runs are not shared."""
+        ...
+
+    def leave_job(self, job: str) -> bool:
+        """This worker is done generating `job`: whether it is the last live one (and so scores the run)."""
+        ...
 
 
 class Closing(Protocol):

@@ -17,6 +17,7 @@ store that reads, writes and locks them are kept together.)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import os
@@ -45,7 +46,10 @@ __all__ = [
     "MemoryStore",
     "RunError",
     "RunStore",
+    "StoredSummary",
+    "check_owner",
     "new_run_id",
+    "record_cap",
     "write_atomic",
 ]
 
@@ -111,15 +115,36 @@ def _read(path: Path, model: type[M], limit: int = _OTHER_RECORD_BYTES) -> M:
         ) from None
 
 
-def _check_owner(run_id: str, name: str, record: Record) -> None:
-    """A record names the run it belongs to: a run directory copied under another name is refused,
-    so it can never stand for (or overwrite the records of) the run whose id it holds."""
+def record_cap(name: str) -> int:
+    """The most bytes a record called `name` may have before it is parsed."""
+    return RECORD_BYTES.get(name, _OTHER_RECORD_BYTES)
+
+
+def check_owner(run_id: str, name: str, record: Record, *, where: str = "") -> None:
+    """A record names the run it belongs to: a run directory copied under another name (or a store row
+    planted under another run's id, `where` naming the store) is refused, so it can never stand for (or
+    overwrite the records of) the run whose id it holds."""
     recorded = getattr(record, "candidate_run" if isinstance(record, Decision) else "run_id", run_id)
-    if recorded != run_id:
-        raise RunError(
-            f"run {run_id!r}: its {name}.json records run id {recorded!r}: the directory was copied or renamed; "
-            "remove it with `runs prune --incomplete --yes`"
-        )
+    if recorded == run_id:
+        return
+    if where:
+        raise RunError(f"run {run_id!r} in {where} is unreadable: its {name} records run id {recorded!r}")
+    raise RunError(
+        f"run {run_id!r}: its {name}.json records run id {recorded!r}: the directory was copied or renamed; "
+        "remove it with `runs prune --incomplete --yes`"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredSummary:
+    """A run's summary row as a store keeps it (untrusted: `refs` decodes it). `summary` None: the run has
+    records but no summary (written by an older attest): read its records. `stale`: generating, but its
+    writer's heartbeat stopped. `done`: samples settled, as its writer last said."""
+
+    run_id: str
+    summary: str | None
+    stale: bool = False
+    done: int | None = None
 
 
 class RunStore:
@@ -128,6 +153,10 @@ class RunStore:
 
     where = "the store"
     index_dir: Path | None = None  # where a summary index of the runs may be kept (`runs list` reads it first)
+
+    # Whether a path a run recorded (its corpus) may be opened here: False for a shared store, whose runs
+    # come from other machines; their corpus is then the local checkout's, compared by hash.
+    paths_local = True
 
     def run_ids(self) -> list[str]:
         raise NotImplementedError
@@ -145,6 +174,24 @@ class RunStore:
     def writing(self, run_id: str) -> Iterator[None]:
         """Hold the run as being written: prune leaves it alone meanwhile."""
         yield
+
+    def summaries(self, task: str | None, limit: int | None, offset: int) -> list[StoredSummary] | None:
+        """`runs list`'s rows in one read, newest first, when the store keeps them (a shared store);
+        None: read each run's records."""
+        return None
+
+    def load_runs(
+        self, run_ids: list[str], models: Mapping[str, type[Record]]
+    ) -> dict[str, list[tuple[str, Record]] | RunError]:
+        """Each run's records (those of `models` it has), or why it is unreadable; a store may read them in
+        one statement (a shared store)."""
+        found: dict[str, list[tuple[str, Record]] | RunError] = {}
+        for run_id in run_ids:
+            try:
+                found[run_id] = [(n, self.load(run_id, n, m)) for n, m in models.items() if self.exists(run_id, n)]
+            except RunError as exc:
+                found[run_id] = exc
+        return found
 
     def manifest(self, run_id: str) -> Manifest:
         return self.load(run_id, "manifest", Manifest)
@@ -168,6 +215,13 @@ class RunStore:
     def busy(self, run_id: str) -> bool:
         """Whether another process is writing the run now."""
         return False
+
+    def join_job(self, job: str, run_id: str) -> str | None:
+        """None: this store's runs are one process's each (only a team's store shares a job's run)."""
+        return None
+
+    def leave_job(self, job: str) -> bool:
+        return True
 
     def remove(self, run_id: str) -> bool:
         """Remove a run unless another process is writing it (then False)."""
@@ -262,8 +316,8 @@ class DirStore(RunStore):
         path = self.run_dir(run_id) / f"{name}.json"
         if not path.exists():
             raise RunError(f"no run {run_id!r} in {self.root} (no {name}.json): list them with `runs list`")
-        record = _read(path, model, RECORD_BYTES.get(name, _OTHER_RECORD_BYTES))
-        _check_owner(run_id, name, record)
+        record = _read(path, model, record_cap(name))
+        check_owner(run_id, name, record)
         return record
 
     def exists(self, run_id: str, name: str) -> bool:

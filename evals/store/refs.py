@@ -16,9 +16,9 @@ from typing import Any
 
 from evals.store.local import run_index
 from evals.store.local.run_index import Summary
-from evals.store.models import RunProgress
+from evals.store.models import RecordError, RunProgress, decode
 from evals.store.protocols import Runs
-from evals.store.records import RunError
+from evals.store.records import RunError, StoredSummary
 
 __all__ = [
     "FILTER_KEYS",
@@ -47,16 +47,27 @@ class RunRow:
         return self.summary.to_dict()
 
 
-def list_runs(store: Runs, task: str | None = None, *, clock: run_index.Clock = time.time_ns) -> list[RunRow]:
-    """Every run in the store, newest first by creation time (ids have a second's resolution).
+def list_runs(
+    store: Runs,
+    task: str | None = None,
+    *,
+    clock: run_index.Clock = time.time_ns,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[RunRow]:
+    """Every run in the store (or `limit` of them after `offset`), newest first by creation time.
 
     A run whose files are unchanged since `runs/.index.json` summarised them is taken from
     there; any other is read and checked in full (and the index updated). A shared store
-    (PostgreSQL) has no index: each run is read.
+    (PostgreSQL) keeps a summary row per run: one statement, each row checked as a Summary.
     """
+    kept = store.summaries(task, limit, offset)
+    if kept is not None:
+        rows = [_kept(store, row) for row in kept]
+        return [r for r in rows if task is None or r.summary is None or r.summary.task == task]
     root = store.index_dir
     if root is None:
-        return sorted(_read_all(store, task), key=_created, reverse=True)
+        return _page(sorted(_read_all(store, task), key=_created, reverse=True), limit, offset)
     known, fresh, rows = run_index.load(root), {}, []
     for run_id in store.run_ids():
         stamp = run_index.stamp(root / run_id, clock)
@@ -72,7 +83,29 @@ def list_runs(store: Runs, task: str | None = None, *, clock: run_index.Clock = 
             rows.append(RunRow(run_id, _live(store, summary)))
     if fresh != known:
         run_index.save(root, fresh)
-    return sorted(rows, key=_created, reverse=True)
+    return _page(sorted(rows, key=_created, reverse=True), limit, offset)
+
+
+def _page(rows: list[RunRow], limit: int | None, offset: int) -> list[RunRow]:
+    return rows[offset : None if limit is None else offset + limit]
+
+
+def _kept(store: Runs, row: StoredSummary) -> RunRow:
+    """A store's summary row as a RunRow: checked in full (a row is untrusted), its run id against the key."""
+    try:
+        if row.summary is None:  # a run saved by an older attest: read from its records
+            return RunRow(row.run_id, _summary(store, row.run_id))
+        summary = decode(row.summary, Summary)
+    except (RunError, RecordError) as exc:
+        return RunRow(row.run_id, None, str(exc))
+    if summary.run_id != row.run_id:
+        return RunRow(row.run_id, None, f"its summary records run id {summary.run_id!r}")
+    if summary.status == "generating":
+        done = "0" if row.done is None else str(min(row.done, summary.samples))
+        return RunRow(
+            row.run_id, summary.replace(status="interrupted" if row.stale else f"generating {done}/{summary.samples}")
+        )
+    return RunRow(row.run_id, summary)
 
 
 def _live(store: Runs, summary: Summary) -> Summary:

@@ -11,7 +11,7 @@ answers it lacks.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from evals.store.keys import Entry
@@ -41,7 +41,9 @@ class _Target(Protocol):
 class Copied:
     copied: int = 0
     skipped: int = 0  # already in the target, the same
-    unreadable: int = 0  # in the source but not readable there (another version, hand-edited)
+    unreadable: int = 0  # in the source but not readable there (another version, hand-edited, planted)
+    conflicts: int = 0  # runs the target holds otherwise (pull never writes over them)
+    lines: list[str] = field(default_factory=list)  # one line per unreadable run or conflict
 
 
 def copy_answers(source: _Source, target: _Target, progress: Progress | None = None) -> Copied:
@@ -66,28 +68,37 @@ def copy_answers(source: _Source, target: _Target, progress: Progress | None = N
     return done
 
 
-def copy_runs(source: Runs, target: Runs, models: Mapping[str, type[Record]]) -> Copied:
-    """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or differs in.
-
-    Counted in runs: a run is copied when any of its records was, skipped when the target held them all."""
+def copy_runs(source: Runs, target: Runs, models: Mapping[str, type[Record]], *, overwrite: bool = True) -> Copied:
+    """Every run record (`models`: record name -> its model, the manifest among them) the target lacks or
+    differs in. With `overwrite=False` (pull) a run the target holds with any differing record is left as
+    it is and named in `conflicts`: a copy never writes over a local run."""
     done = Copied()
-    names = sorted(models, key=lambda n: n == "manifest")  # the manifest last
-    for run_id in source.run_ids():
-        try:
-            records = [(n, source.load(run_id, n, models[n])) for n in names if source.exists(run_id, n)]
-        except RunError:
-            done.unreadable += 1
-            continue
-        wrote = False
-        with target.writing(run_id):
-            for name, record in records:
-                if target.exists(run_id, name) and _same(target, run_id, name, record):
-                    continue
-                target.save(run_id, name, record)
-                wrote = True
-        done.copied += wrote
-        done.skipped += not wrote
+    ordered = {n: models[n] for n in sorted(models, key=lambda n: n == "manifest")}  # the manifest last
+    for batch in batches(iter(source.run_ids()), 100):
+        for run_id, records in source.load_runs(batch, ordered).items():  # one statement per batch on a store
+            if isinstance(records, RunError):
+                done.unreadable += 1
+                done.lines.append(f"unreadable run {run_id}: {records}")
+                continue
+            _copy_run(target, run_id, records, done, overwrite=overwrite)
     return done
+
+
+def _copy_run(target: Runs, run_id: str, records: list[tuple[str, Record]], done: Copied, *, overwrite: bool) -> None:
+    """One run's records into `target`: those it lacks or holds otherwise (never over a differing run unless
+    `overwrite`)."""
+    todo = [(n, r) for n, r in records if not (target.exists(run_id, n) and _same(target, run_id, n, r))]
+    if not overwrite and any(target.exists(run_id, n) for n, _ in todo):
+        done.conflicts += 1
+        done.lines.append(f"conflict: run {run_id} differs from the local run of that id; left both as they are")
+        return
+    if not todo:
+        done.skipped += 1  # counted in runs: skipped when the target held every record
+        return
+    with target.writing(run_id):
+        for name, record in todo:
+            target.save(run_id, name, record)
+    done.copied += 1
 
 
 def _same(target: Runs, run_id: str, name: str, record: Record) -> bool:
@@ -99,10 +110,10 @@ def _same(target: Runs, run_id: str, name: str, record: Record) -> bool:
 
 def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[Record]]) -> tuple[str, str]:
     """`push` (local -> shared) or `pull` (shared -> local), closing both: the line to print, and a warning or ""."""
+    source, target = (local, shared) if command == "push" else (shared, local)
     try:
-        source, target = (local, shared) if command == "push" else (shared, local)
         answers = copy_answers(source.answers, target.answers)
-        runs = copy_runs(source.runs, target.runs, models)
+        runs = copy_runs(source.runs, target.runs, models, overwrite=command == "push")
     finally:
         shared.close()
         local.close()
@@ -112,4 +123,10 @@ def sync(command: str, local: Opened, shared: Opened, models: Mapping[str, type[
         f"{runs.copied} run(s) ({runs.skipped} already there)"
     )
     left = answers.unreadable + runs.unreadable
-    return line, f"{left} unreadable answers or runs were left behind (see `runs list`)" if left else ""
+    said = [*source.answers.warnings, *runs.lines]
+    notes = [*said[:20], *([f"{len(said) - 20} more not shown"] if len(said) > 20 else [])]
+    if left:
+        notes.append(f"{left} unreadable answers or runs were left behind (see `runs list`)")
+    if runs.conflicts:
+        notes.append(f"{runs.conflicts} run(s) in conflict were not copied")
+    return line, "\n".join(notes)

@@ -97,6 +97,9 @@ def _answerer(args: argparse.Namespace) -> Answer:
     from attest.items import check_reader
 
     if args.command == "tag":
+        from attest.features import active_tag_prompt
+
+        active_tag_prompt()  # ATTEST_TAG_PROMPT is read and checked once, before any item
         return _tag
     reader = check_reader(getattr(args, "persona", None), args.interests)
     if args.command == "react":

@@ -34,6 +34,7 @@ __all__ = [
     "Tag",
     "TagDemo",
     "TagPrompt",
+    "active_tag_prompt",
     "load_tag_prompt",
     "tag_item",
     "tag_messages",
@@ -112,8 +113,11 @@ def load_tag_prompt(path: Path) -> TagPrompt:
         reason = exc.strerror or type(exc).__name__
     except (ValueError, ValidationError) as exc:
         reason = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else _first_error(exc)
+    except RecursionError:
+        reason = "JSON nested too deeply"
     raise PromptArtifactError(
-        f"ATTEST_TAG_PROMPT={path}: {reason}; fix the file or unset ATTEST_TAG_PROMPT to use the default prompt"
+        f'ATTEST_TAG_PROMPT={path}: {reason} (it names a JSON file such as {{"instructions": "..."}}); '
+        "fix the file or unset ATTEST_TAG_PROMPT to use the default prompt"
     )
 
 
@@ -122,7 +126,9 @@ def _first_error(exc: ValidationError) -> str:
     return f"field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
 
 
-def _active_prompt() -> TagPrompt:
+def active_tag_prompt() -> TagPrompt:
+    """The prompt ATTEST_TAG_PROMPT names, else the default: entry points call it first, so a bad file stops
+    the command before any work."""
     override = os.environ.get("ATTEST_TAG_PROMPT")
     return load_tag_prompt(Path(override)) if override else DEFAULT_TAG_PROMPT
 
@@ -133,7 +139,7 @@ def _vocabulary() -> str:
 
 def tag_messages(title: str, summary: str, prompt: TagPrompt | None = None) -> list[Message]:
     """Render the tagging request: the one place the tagging prompt is built."""
-    active = prompt or _active_prompt()
+    active = prompt or active_tag_prompt()
     messages: list[Message] = [{"role": "system", "content": f"{active.instructions}\n\nVocabulary:\n{_vocabulary()}"}]
     for demo in active.demos:
         messages.append({"role": "user", "content": item_block(demo.title, demo.summary)})

@@ -52,7 +52,8 @@ def test_validation_and_judgements_live_in_the_team_store(
         assert judge_ref is not None
         entries = opened.answers.get_many([s.key for s in judge_ref.samples])
         assert all(e is not None and json.loads(e.text)["grade"] in ("pass", "fail") for e in entries.values())
-        found = [r[0] for r in opened.runs._conn.execute("SELECT run_id FROM attest.records WHERE name = 'validation'")]  # type: ignore[attr-defined]
+        conn = opened.runs._link.conn  # type: ignore[attr-defined]
+        found = [r[0] for r in conn.execute("SELECT run_id FROM attest.records WHERE name = 'validation'")]
         (validation,) = found
         assert opened.runs.load(validation, "validation", Validation).validated
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psycopg
@@ -90,7 +91,8 @@ def test_a_newer_schema_is_refused_in_one_line(pg_url: str, tmp_path: Path) -> N
     open_store(pg_url, tmp_path).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE attest.meta SET value = '99' WHERE name = 'schema_version'")
-    with pytest.raises(StoreError, match="schema version 99, newer than this attest's 1: upgrade attest"):
+    newer = f"schema version 99, newer than this attest's {SCHEMA_VERSION}: upgrade attest"
+    with pytest.raises(StoreError, match=newer):
         open_store(pg_url, tmp_path)
     out = _cli(["-m", "evals.runs", "--store", pg_url, "list"])
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "version 99" in out.stderr, out.stderr
@@ -198,3 +200,211 @@ def test_the_password_is_never_printed_nor_recorded(
         report = conn.execute("SELECT body FROM attest.records WHERE name = 'report'").fetchone()
     assert bodies and not any("pw-never-shown" in b for b in bodies)
     assert report is not None and report[0]["generate"]["store"].startswith(f'database "{pg_db}" on host ')
+
+
+def test_a_read_only_role_can_neither_hold_nor_block_a_claim(pg: Pg, pg_db: str, tmp_path: Path) -> None:
+    from evals.store.postgres.answers import lock_id
+
+    open_store(pg.url(pg_db), tmp_path).close()
+    url = pg.url(pg_db, _role(pg, pg_db, "reader", "pw", write=False), "pw")
+    reader = open_store(url, tmp_path)
+    writer = open_store(pg.url(pg_db, _role(pg, pg_db, "writer", "pw", write=True), "pw"), tmp_path)
+    try:
+        with pytest.raises(StoreReadOnly, match="may only read"), reader.answers.lease(KEY):
+            pass
+        with psycopg.connect(url, autocommit=True) as raw:  # the reader goes around attest: both are refused
+            raw.execute("SELECT pg_advisory_lock(%s)", (lock_id(KEY),))  # what claims were: now harmless
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                raw.execute("INSERT INTO attest.claims (key, holder, role) VALUES (%s, 'x', current_user)", (KEY,))
+            with writer.answers.lease(KEY, wait=False) as mine:
+                assert mine is True  # not blocked
+                writer.answers.put(KEY, _entry())
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_claim_lives_while_its_holder_is_connected_and_frees_when_it_goes(pg_url: str, tmp_path: Path) -> None:
+    first, second = open_store(pg_url, tmp_path), open_store(pg_url, tmp_path)
+    try:
+        with first.answers.lease(KEY) as mine:
+            assert mine is True
+            with second.answers.lease(KEY, wait=False) as theirs:
+                assert theirs is None  # held by a live holder
+            first.answers.put(KEY, _entry())
+        with second.answers.lease(KEY, wait=False) as theirs:
+            assert theirs is False  # stored meanwhile: read it
+        other = "1" * 64
+        with first.answers.lease(other):
+            first.close()  # its connection ends: the claim is free once the server has ended its session
+            started = time.monotonic()
+            with second.answers.lease(other) as theirs:
+                assert theirs is True and time.monotonic() - started < 5
+    finally:
+        second.close()
+
+
+def test_the_store_is_named_by_a_service_or_a_file_never_by_a_password_in_argv(
+    pg: Pg, pg_db: str, tmp_path: Path
+) -> None:
+    open_store(pg.url(pg_db), tmp_path).close()
+    role = _role(pg, pg_db, "writer", "svc-secret", write=True)
+    services = tmp_path / "pg_service.conf"
+    services.write_text(
+        f"[teamstore]\nhost={pg.socket_dir}\ndbname={pg_db}\nuser={role}\npassword=svc-secret\n", encoding="utf-8"
+    )
+    listed = _cli(["-m", "evals.runs", "--store", "teamstore", "list"], PGSERVICEFILE=str(services))
+    assert listed.returncode == 0, listed.stderr
+    assert _cli(["-m", "evals.runs", "list"], ATTEST_STORE="teamstore", PGSERVICEFILE=str(services)).returncode == 0
+    missing = _cli(["-m", "evals.runs", "--store", "nosuch", "list"], PGSERVICEFILE=str(services))
+    assert missing.returncode == 1 and 'libpq service "nosuch" is not defined' in missing.stderr, missing.stderr
+    url_file = tmp_path / "store-url"
+    url_file.write_text(f"# the team's store\n{pg.url(pg_db, role, 'svc-secret')}\n", encoding="utf-8")
+    assert _cli(["-m", "evals.runs", "--store-file", str(url_file), "list"]).returncode == 0
+    assert _cli(["-m", "evals.runs", "list"], ATTEST_STORE_FILE=str(url_file)).returncode == 0
+    both = _cli(["-m", "evals.runs", "--store", "teamstore", "--store-file", str(url_file), "list"])
+    assert both.returncode == 1 and "not both" in both.stderr and both.stderr.count("\n") == 1
+    url_file.write_text("", encoding="utf-8")
+    empty = _cli(["-m", "evals.runs", "list", "--store-file", str(url_file)])
+    assert empty.returncode == 1 and f"{url_file}: holds 0 lines" in empty.stderr, empty.stderr
+
+
+def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as_interrupted(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evals.engine.chat import unsampled
+    from evals.engine.execute import evaluate
+    from evals.reaction_eval import TASK, load_cases
+    from evals.store.models import RunProgress
+    from evals.store.postgres import connection
+    from evals.store.postgres import runs as pg_runs
+    from evals.store.refs import list_runs
+    from tests.fakes import RecordingChat
+
+    memory = MemoryStore()
+    answer = {"verdict": True, "confidence": 3, "reasoning": "fits"}
+    evaluate(TASK, unsampled(RecordingChat(lambda m, s: answer)), load_cases()[:3], store=memory)
+    [first] = memory.run_ids()
+    manifest, report = memory.manifest(first), memory.report(first)
+    assert report is not None
+    store = open_store(pg_url, tmp_path)
+    try:
+        for i in range(5):
+            run_id = f"r{i}"
+            store.runs.save(run_id, "manifest", manifest.replace(run_id=run_id, created=manifest.created + i))
+            store.runs.save(run_id, "report", report.replace(run_id=run_id, overall=i / 10))
+        sent: list[str] = []
+        real_run = connection.Link.run
+        monkeypatch.setattr(
+            connection.Link, "run", lambda self, doing, fn: sent.append(doing) or real_run(self, doing, fn)
+        )
+        rows = list_runs(store.runs)
+        assert len(sent) == 1  # one statement, however many runs
+        assert [r.run_id for r in rows] == ["r4", "r3", "r2", "r1", "r0"]
+        assert [r.summary.score for r in rows if r.summary] == [0.4, 0.3, 0.2, 0.1, 0.0]
+        assert [r.run_id for r in list_runs(store.runs, limit=2, offset=1)] == ["r3", "r2"]
+        live = manifest.replace(run_id="g1", created=manifest.created + 9, status="generating")
+        monkeypatch.setattr(pg_runs, "HEARTBEAT_S", 0.1)
+        with store.runs.writing("g1"):
+            store.runs.save("g1", "manifest", live)
+            store.runs.save("g1", "progress", RunProgress(run_id="g1", done=2, total=3, updated=1.0))
+            with psycopg.connect(pg_url, autocommit=True) as conn:  # as if its writer went quiet
+                conn.execute("UPDATE attest.runs SET heartbeat = now() - interval '1 hour' WHERE run_id = 'g1'")
+            time.sleep(0.6)  # its heartbeat thread beats again
+            [row] = list_runs(store.runs, limit=1)
+            assert row.summary is not None and row.summary.status == "generating 2/3"
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # the writer is gone: no more beats
+            conn.execute("UPDATE attest.runs SET heartbeat = now() - interval '1 hour' WHERE run_id = 'g1'")
+        [row] = list_runs(store.runs, limit=1)
+        assert row.summary is not None and row.summary.status == "interrupted"
+    finally:
+        store.close()
+
+
+def _five_runs(pg_url: str, tmp_path: Path) -> list[str]:
+    """Five complete runs r0..r4 (r4 newest) in the store, with their answers; the sample keys."""
+    from evals.engine.chat import unsampled
+    from evals.engine.execute import evaluate
+    from evals.reaction_eval import TASK, load_cases
+    from tests.fakes import RecordingChat
+
+    memory = MemoryStore()
+    answer = {"verdict": True, "confidence": 3, "reasoning": "fits"}
+    evaluate(TASK, unsampled(RecordingChat(lambda m, s: answer)), load_cases()[:3], store=memory)
+    [first] = memory.run_ids()
+    manifest, report = memory.manifest(first), memory.report(first)
+    assert report is not None
+    store = open_store(pg_url, tmp_path)
+    try:
+        for i in range(5):
+            store.runs.save(f"r{i}", "manifest", manifest.replace(run_id=f"r{i}", created=manifest.created + i))
+            store.runs.save(f"r{i}", "report", report.replace(run_id=f"r{i}"))
+        keys = [sample.key for sample in manifest.samples]
+        for key in keys:
+            store.answers.put(key, _entry())
+        store.answers.put("f" * 64, _entry())  # no run references it
+    finally:
+        store.close()
+    return keys
+
+
+def test_prune_and_gc_work_on_a_store_dry_run_first_and_refuse_a_read_only_role(
+    pg: Pg, pg_db: str, tmp_path: Path
+) -> None:
+    url = pg.url(pg_db)
+    keys = _five_runs(url, tmp_path)
+    dry = _cli(["-m", "evals.runs", "--store", url, "prune", "--keep-last", "2"])
+    assert dry.returncode == 0 and "would remove r2" in dry.stdout and "dry run" in dry.stdout, dry.stderr
+    assert "would remove r3" not in dry.stdout
+    reader = pg.url(pg_db, _role(pg, pg_db, "reader", "pw", write=False), "pw")
+    refused = _cli(["-m", "evals.runs", "--store", reader, "prune", "--keep-last", "2", "--yes"])
+    assert refused.returncode == 1 and "may only read" in refused.stderr and refused.stderr.count("\n") == 1
+    done = _cli(["-m", "evals.runs", "--store", url, "prune", "--keep-last", "2", "--yes"])
+    assert done.returncode == 0 and "removed 3 run(s)" in done.stdout, done.stderr
+    store = open_store(url, tmp_path)
+    try:
+        assert store.runs.run_ids() == ["r3", "r4"]
+    finally:
+        store.close()
+    gc = _cli(["-m", "evals.runs", "--store", url, "gc"])
+    assert gc.returncode == 0 and "would remove 1 cache entries" in gc.stdout, gc.stdout + gc.stderr
+    assert _cli(["-m", "evals.runs", "--store", reader, "gc", "--yes"]).returncode == 1
+    assert "removed 1 cache entries" in _cli(["-m", "evals.runs", "--store", url, "gc", "--yes"]).stdout
+    with psycopg.connect(url) as conn:
+        left = {r[0] for r in conn.execute("SELECT key FROM attest.answers")}
+    assert left == set(keys)  # what the runs reference stays
+
+
+def test_prune_leaves_a_run_whose_writer_is_alive(pg_url: str, tmp_path: Path) -> None:
+    _five_runs(pg_url, tmp_path)
+    store = open_store(pg_url, tmp_path)
+    try:
+        live = store.runs.manifest("r0").replace(run_id="g1", status="generating")
+        with store.runs.writing("g1"):
+            store.runs.save("g1", "manifest", live)
+            out = _cli(["-m", "evals.runs", "--store", pg_url, "prune", "--incomplete", "--yes"])
+            assert out.returncode == 0 and "keep   g1 (another process is writing it)" in out.stdout, (
+                out.stdout + out.stderr
+            )
+        assert "g1" in store.runs.run_ids()
+    finally:
+        store.close()
+
+
+def test_pull_reads_the_runs_in_batches(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evals import runs
+    from evals.store.postgres import connection
+
+    _five_runs(pg_url, tmp_path)
+    sent: list[str] = []
+    real_run = connection.Link.run
+    monkeypatch.setattr(connection.Link, "run", lambda self, doing, fn: sent.append(doing) or real_run(self, doing, fn))
+    assert runs.main(["--store", pg_url, "--cache-dir", str(tmp_path / "mine"), "pull"]) == 0
+    assert sent.count("read runs") == 1  # the five runs' records in one statement, not 8 per run
+    assert not [doing for doing in sent if doing.startswith(("read the manifest", "read the report", "read run "))]
+    local = open_store(None, tmp_path / "mine")
+    try:
+        assert local.runs.run_ids() == ["r0", "r1", "r2", "r3", "r4"]
+        assert local.runs.manifest("r3").run_id == "r3" and local.runs.report("r3") is not None
+    finally:
+        local.close()

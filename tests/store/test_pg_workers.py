@@ -68,10 +68,14 @@ def test_two_workers_generate_each_sample_once_and_a_teammate_pays_nothing(
         sent = Counter(r.messages_key for s in (one, two) for r in s.requests)
         assert len(sent) == CASES and sum(sent.values()) == CASES  # every sample asked once, of one server
         assert one.count > 0 and two.count > 0, (one.count, two.count)  # both workers did part of the work
-        for out, _ in outs:
-            assert f"model server    {one.url}" in out and f"model server    {two.url}" in out, out
-            assert out.count("  worker          ") == 2, out
-        out, _ = _finish(_worker(tmp_path / "teammate", corpus, three, pg_url))
+        [(report, _)] = [o for o in outs if "helped run" not in o[0]]  # one run per job: the last scores it
+        [(helped, _)] = [o for o in outs if "helped run" in o[0]]  # the other says which run it helped
+        assert f"model server    {one.url}" in report and f"model server    {two.url}" in report, report
+        assert report.count("  worker          ") == 2, report
+        with psycopg.connect(pg_url) as conn:
+            [(run_id,)] = conn.execute("SELECT DISTINCT run_id FROM attest.records").fetchall()
+        assert f"helped run {run_id}" in helped and f"runs show {run_id}" in helped, helped
+        _finish(_worker(tmp_path / "teammate", corpus, three, pg_url))
         assert three.count == 0  # a teammate's rerun from an empty local cache: no model call
     assert _stored(pg_url) == CASES
     assert not (tmp_path / "teammate" / "runs").exists()  # the records went to the store, not the local cache
@@ -127,12 +131,37 @@ def test_a_worker_killed_with_sigkill_frees_its_claims_at_once(pg_url: str, corp
 
 
 @pytest.mark.slow
-def test_a_server_restart_mid_run_is_one_line_and_the_rerun_asks_only_for_what_is_missing(
+def test_a_server_restart_mid_run_with_two_workers_loses_nothing_and_both_finish(
+    pg: Pg, pg_db: str, corpus: Path, tmp_path: Path
+) -> None:
+    url = pg.url(pg_db)
+    with FakeServer(delay=0.1) as one, FakeServer(delay=0.1) as two, FakeServer() as after:
+        procs = [_worker(tmp_path / f"w{n}", corpus, s, url, "--concurrency", "2") for n, s in enumerate((one, two))]
+        deadline = time.monotonic() + 60
+        while one.count + two.count < 8 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pg.stop()
+        time.sleep(2.0)  # the store is away for a while: the workers' model calls go on, their writes wait
+        pg.start()
+        outs = [_finish(p) for p in procs]  # both exit 0
+        for _, err in outs:
+            said = [line for line in err.splitlines() if "lost the connection" in line]
+            assert said and pg_db in said[0] and "reconnecting for up to 60 s" in said[0], err
+            assert "Traceback" not in err and "internal error" not in err
+        assert _stored(url) == CASES  # nothing lost
+        asked = one.count + two.count
+        assert CASES <= asked <= CASES + 2 * 2, asked  # duplicates: at most the requests in flight
+        _finish(_worker(tmp_path / "w0", corpus, after, url))
+        assert after.count == 0
+
+
+@pytest.mark.slow
+def test_a_store_away_longer_than_store_retry_stops_the_run_in_one_line(
     pg: Pg, pg_db: str, corpus: Path, tmp_path: Path
 ) -> None:
     url = pg.url(pg_db)
     with FakeServer(delay=0.1) as server, FakeServer() as after:
-        proc = _worker(tmp_path / "w", corpus, server, url, "--concurrency", "1")
+        proc = _worker(tmp_path / "w", corpus, server, url, "--concurrency", "1", "--store-retry", "1")
         deadline = time.monotonic() + 60
         while server.count < 5 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -142,6 +171,7 @@ def test_a_server_restart_mid_run_is_one_line_and_the_rerun_asks_only_for_what_i
         stored = _stored(url)
         lines = err.decode().strip().splitlines()
         assert proc.returncode == 1 and "Traceback" not in err.decode() and "internal error" not in err.decode()
+        assert "reconnecting for up to 1 s" in lines[-2], lines
         assert pg_db in lines[-1] and "server restarted" in lines[-1] and "rerun" in lines[-1], lines
         assert 0 < stored < CASES
         _finish(_worker(tmp_path / "w", corpus, after, url))

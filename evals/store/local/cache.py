@@ -33,6 +33,7 @@ from evals.store.local.cache_db import (
     failure,
     select_rows,
 )
+from evals.store.protocols import BatchClaims
 from evals.store.settings import DEFAULT_LEASE_WAIT_S
 
 __all__ = [
@@ -274,3 +275,7 @@ class ResponseCache:
     def close(self) -> None:
         self._holder.release()
         self._db.close()
+
+    def batch_claims(self) -> BatchClaims | None:
+        """None: a local cache leases one key at a time (its holders are processes on this machine)."""
+        return None

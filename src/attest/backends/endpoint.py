@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit, urlunsplit
 
+from attest.config import checked
 from attest.errors import ConfigError
 
 __all__ = ["REDACTED", "Endpoint", "check_api_key", "host_problem", "redact"]
@@ -32,13 +33,20 @@ class Endpoint:
     params: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @classmethod
-    def parse(cls, raw: str, variable: str = "the server URL") -> Endpoint:
-        """Split `raw`; a URL that cannot be used is a ConfigError naming `variable` (but not the URL's secrets)."""
+    def parse(cls, raw: str, variable: str = "the server URL", valid: str = "use http://host:port") -> Endpoint:
+        """Split `raw` and build the request a backend will send to it, as httpx and the socket layer will;
+        a URL that cannot be used is one ConfigError naming `variable` (but not the URL's secrets)."""
+        return checked(variable, valid, lambda: cls._parse(raw, variable))
+
+    @classmethod
+    def _parse(cls, raw: str, variable: str) -> Endpoint:
         parts = _split(raw.strip(), variable)
         netloc = parts.netloc.rpartition("@")[2]
         auth = (unquote(parts.username), unquote(parts.password or "")) if parts.username is not None else None
         params = tuple(parse_qsl(parts.query, keep_blank_values=True))
-        return cls(urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")), auth, params)
+        endpoint = cls(urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")), auth, params)
+        _rehearse(endpoint)
+        return endpoint
 
     def shown(self, path: str = "") -> str:
         """The URL of `path` on this server as messages show it: query values masked."""
@@ -74,6 +82,22 @@ def check_api_key(key: str | None, variable: str = "ATTEST_OPENAI_API_KEY") -> s
             "an API key is printable ASCII; check the file or shell that sets it"
         )
     return stripped
+
+
+def _rehearse(endpoint: Endpoint) -> None:
+    """Do now what sending to `endpoint` will do with it, so whatever refuses it refuses it here.
+
+    httpx builds the URL and its Host header (IDNA-decoding an `xn--` label), quotes the
+    query and encodes Basic auth; the socket layer IDNA-encodes the host for the resolver;
+    the backend computes every printed form of the credentials.
+    """
+    import httpx
+
+    request = httpx.Request("POST", endpoint.url + "/api/chat", params=list(endpoint.params))
+    request.url.raw_host.decode("ascii").encode("idna")
+    if endpoint.auth is not None:
+        httpx.BasicAuth(*endpoint.auth)  # builds its header at once
+    endpoint.secrets  # noqa: B018 -- encodes the credentials as Basic auth does, to find each printed form
 
 
 def _split(raw: str, variable: str) -> SplitResult:

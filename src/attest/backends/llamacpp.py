@@ -29,12 +29,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from attest.config import whole_number
 from attest.errors import AttestError
 from attest.files import user_cache_dir
 
 __all__ = [
     "GGUF_NAME",
     "INSTALL_HINT",
+    "MAX_COUNT",
     "LocalServer",
     "LocalServerError",
     "ServerSettings",
@@ -52,6 +54,7 @@ INSTALL_HINT = (
     "(or run `make test`, which sets up .venv with both)"
 )
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MAX_COUNT = 1024  # ATTEST_LOCAL_*: threads, slots or servers beyond this are a typo, not a machine
 
 
 class LocalServerError(AttestError):
@@ -168,12 +171,9 @@ def usable_cpus() -> int:
 
 
 def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A count of threads, slots or servers: blank or unset is `default`; more than a machine could use is refused."""
     text = env.get(name, "").strip()
-    if not text:
-        return default
-    if not text.isdigit() or int(text) < 1:
-        raise LocalServerError(f"{name}={text!r}: set it to a whole number of 1 or more, or unset it")
-    return int(text)
+    return whole_number(name, text or None, default, maximum=MAX_COUNT, error=LocalServerError)
 
 
 @dataclass

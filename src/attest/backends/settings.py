@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from attest.backends.endpoint import Endpoint, check_api_key, host_problem
 from attest.backends.retry import RetryPolicy
 from attest.backends.types import DEFAULT_OPTIONS, StubAnswer
+from attest.config import checked, whole_number
 from attest.errors import ConfigError
 
 __all__ = [
@@ -27,6 +28,7 @@ DEFAULT_OLLAMA_MODEL = "gemma4:e2b"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080"
 _OLLAMA_KINDS = ("ollama", "auto")
+_OLLAMA_VALID = "use host:port, e.g. 127.0.0.1:11434, or http://host:port"
 DEFAULT_MAX_ANSWER_BYTES = 1_000_000  # a schema-bound answer is a few hundred bytes; 1 MB is far beyond any
 
 
@@ -66,6 +68,7 @@ class Settings:
         default_backend: str = "ollama",
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
+        model_setting: str = "--model/ATTEST_MODEL",
     ) -> Settings:
         environ = os.environ if env is None else env
         kind = backend or environ.get("ATTEST_BACKEND") or default_backend
@@ -75,23 +78,21 @@ class Settings:
         openai = Endpoint.parse(openai_url, "ATTEST_OPENAI_BASE_URL") if kind == "openai" else None
         return cls(
             backend=kind,
-            model=model or environ.get("ATTEST_MODEL", ""),
+            model=_model_name(model or environ.get("ATTEST_MODEL", ""), model_setting),
             ollama=ollama or Endpoint(DEFAULT_OLLAMA_HOST),
             openai=openai or Endpoint(DEFAULT_OPENAI_BASE_URL),
             retry=retry or RetryPolicy(),
             openai_api_key=check_api_key(environ.get("ATTEST_OPENAI_API_KEY")) if kind == "openai" else None,
-            max_answer_bytes=_byte_count(environ, "ATTEST_MAX_ANSWER_BYTES", DEFAULT_MAX_ANSWER_BYTES),
+            max_answer_bytes=whole_number(
+                "ATTEST_MAX_ANSWER_BYTES", environ.get("ATTEST_MAX_ANSWER_BYTES"), DEFAULT_MAX_ANSWER_BYTES
+            ),
         )
 
 
-def _byte_count(environ: Mapping[str, str], name: str, default: int) -> int:
-    """A positive whole number of bytes from the environment, or ConfigError naming the variable."""
-    text = environ.get(name)
-    if text is None:
-        return default
-    if not text.strip().isdigit() or int(text) < 1:
-        raise ConfigError(f"{name}={text!r} is not a positive whole number of bytes: e.g. {name}={default}")
-    return int(text)
+def _model_name(name: str, setting: str) -> str:
+    """The model's name, which travels in a JSON body (UTF-8): a byte the environment could not decode is refused."""
+    checked(setting, "a model name, e.g. gemma4:e2b", lambda: name.encode("utf-8"))
+    return name
 
 
 def ollama_endpoint(host: str) -> Endpoint:
@@ -101,6 +102,10 @@ def ollama_endpoint(host: str) -> Endpoint:
     0.0.0.0 (and ::), which Ollama binds to, mean this machine. Credentials in it
     (`http://user:pass@host`) are kept for Basic auth and never shown.
     """
+    return checked("OLLAMA_HOST", _OLLAMA_VALID, lambda: _ollama_endpoint(host))
+
+
+def _ollama_endpoint(host: str) -> Endpoint:
     text = host.strip() or DEFAULT_OLLAMA_HOST
     explicit = "://" in text
     try:
@@ -120,7 +125,7 @@ def ollama_endpoint(host: str) -> Endpoint:
     userinfo = parts.netloc.rpartition("@")[0]
     netloc = (f"{userinfo}@" if userinfo else "") + (f"[{hostname}]" if ":" in hostname else hostname)
     query = f"?{parts.query}" if parts.query else ""
-    return Endpoint.parse(f"{parts.scheme}://{netloc}:{port}{parts.path}{query}", "OLLAMA_HOST")
+    return Endpoint.parse(f"{parts.scheme}://{netloc}:{port}{parts.path}{query}", "OLLAMA_HOST", _OLLAMA_VALID)
 
 
 def normalise_ollama_host(host: str) -> str:
