@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Property tests (tests/test_settings_properties.py): the same examples on every run and machine, no
+# Property tests (tests/app/test_settings_properties.py): the same examples on every run and machine, no
 # example database; `pytest --hypothesis-profile=long` searches far wider, with a database in .hypothesis/.
 settings.register_profile(
     "ci", derandomize=True, database=None, max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -11,7 +11,7 @@ rehearses what the resolver would do with the host), the local backend is built
 to a command when every host it names is this machine.
 
 The profile (`ci`: derandomized, no database) is in tests/conftest.py; for a longer
-search run `pytest --hypothesis-profile=long tests/test_settings_properties.py`.
+search run `pytest --hypothesis-profile=long tests/app/test_settings_properties.py`.
 Each value a search found is pinned with `@example`.
 """
 
