@@ -30,6 +30,7 @@ from attest.text import printable
 from evals import tasks
 from evals.cli.rescore_options import judge_identity
 from evals.cli.rescore_options import rescore_parser as _parser
+from evals.cli.rescoring import under_today_scorer as by_today  # both runs are re-scored by it
 from evals.corpus import paths
 from evals.corpus.cases import Case
 from evals.engine import provenance
@@ -249,7 +250,8 @@ def recheck_decisions(
             base = rescored.get(decision.baseline_run) or rescore_run(
                 store.manifest(decision.baseline_run), cache, corpus, paths_local=store.paths_local
             )
-            runs = [Run(r.manifest, r.report()) for r in (base, cand)]
+            ms = [by_today(r.manifest) for r in (base, cand)]
+            runs = [Run(m, dataclasses.replace(r, manifest=m).report()) for r, m in zip((base, cand), ms, strict=True)]
             entry = recheck(decision, runs[0], runs[1])
         except AttestError as exc:
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}

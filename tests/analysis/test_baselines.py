@@ -85,14 +85,16 @@ def test_reaction_trivial_is_a_constant_verdict_with_the_title_as_reasoning() ->
         reaction_eval.TASK, dev, lambda c: json.dumps({"verdict": False, "confidence": 3, "reasoning": c.title})
     )
     found = baselines.trivial(reaction_eval.TASK, dev)
-    assert found is not None and "the item's title as the reasoning" in found.answer
+    assert found is not None  # the word-overlap verdict, fitted on train, now beats it (tests/test_floors.py)
     assert sum(found.scores.values()) / len(dev) >= always_no
 
 
 @pytest.mark.parametrize(("yes", "no", "word"), [(5, 1, "true (read)"), (1, 5, "false (skip)")])
 def test_reaction_trivial_takes_the_better_of_yes_and_no_on_the_cases_given(yes: int, no: int, word: str) -> None:
-    found = baselines.trivial(reaction_eval.TASK, _reaction(yes, no))
-    assert found is not None and found.answer.startswith(f"always verdict {word}, the item's title")
+    cases = _reaction(yes, no)
+    constants = [s for s in reaction_eval.strategies(cases) if s.describe.startswith("always")]
+    found = baselines.best_strategy(reaction_eval.TASK, cases, constants)
+    assert found.answer.startswith(f"always verdict {word}, the item's title")
 
 
 def test_explanation_trivial_tries_the_title_echo_with_and_without_the_refuse_rule() -> None:
@@ -111,28 +113,26 @@ def test_explanation_trivial_tries_the_title_echo_with_and_without_the_refuse_ru
 
 
 def test_explanation_floor_counts_the_readers_interests_echoed_back() -> None:
-    """Echoing the interests names the reader's topic words and nothing of the item; the topic credit pays it,
-    so the honest floor must include it: on dev it beats every title echo and the exact refusal."""
+    """Echoing the interests names the reader's topic words and nothing of the item: it competes in the floor,
+    and a list of words is no sentence, so on match cases it earns nothing (tests/test_floors.py)."""
     dev = _dev("explanation")
     echoed = [s for s in explanation_eval.strategies(dev) if "words of the interests echoed" in s.describe]
     assert len(echoed) == 2
-    others = [s for s in explanation_eval.strategies(dev) if s not in echoed]
-    best_echo = max(_mean(explanation_eval.TASK, dev, s.answer) for s in echoed)
-    assert best_echo > max(_mean(explanation_eval.TASK, dev, s.answer) for s in others)
     found = baselines.trivial(explanation_eval.TASK, dev)
-    assert found is not None and "words of the interests echoed" in found.answer
-    assert sum(found.scores.values()) / len(dev) == pytest.approx(best_echo)
+    assert found is not None
+    best_echo = max(_mean(explanation_eval.TASK, dev, s.answer) for s in echoed)
+    assert sum(found.scores.values()) / len(dev) >= best_echo
 
 
 def test_tagging_strategies_are_the_most_frequent_gold_tags_of_the_cases() -> None:
     cases = [c for c in tagging_eval.load_cases() if c.split == "dev"]
     top = [tag for tag, _ in Counter(t for c in cases for t in c.tags).most_common(3)]
     texts = [json.loads(s.answer(cases[0]))["tags"] for s in tagging_eval.strategies(cases)]
-    assert texts == [[top[0]], [top[1]], [top[2]], top[:2], top[:3]]
+    assert texts[:5] == [[top[0]], [top[1]], [top[2]], top[:2], top[:3]]  # then the nearest train case's tags
     single = [c for c in tagging_eval.load_cases() if len(c.tags) == 1]
     tag = single[0].tags[0]
     one: list[TaggingCase] = [c for c in single if c.tags == [tag]]
-    assert [json.loads(s.answer(one[0]))["tags"] for s in tagging_eval.strategies(one)] == [[tag]]
+    assert [json.loads(s.answer(one[0]))["tags"] for s in tagging_eval.strategies(one)][:-1] == [[tag]]
 
 
 def test_explanation_strategies_include_the_exact_refusal_which_wins_on_refuse_cases() -> None:

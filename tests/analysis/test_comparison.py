@@ -19,7 +19,7 @@ from evals.analysis.comparison import (
     compare_all,
     exit_code,
 )
-from evals.analysis.paired import holm, holm_levels, paired, verdict
+from evals.analysis.paired import MEAN_ALPHA, VERDICT_LEVEL, holm, holm_levels, paired, verdict
 from evals.analysis.power import detectable_from
 from evals.analysis.stats import mean_estimate, proportion
 from evals.render.comparison_json import to_json
@@ -64,7 +64,9 @@ def test_runs_pair_by_case_id_over_shared_cases_and_average_repeats() -> None:
     assert x.n == 3
     assert (x.only_base, x.only_cand) == (("only-a",), ("only-b",))
     assert x.paired.mean_diff == pytest.approx(((1 - 0.5) + 0 + 0.75) / 3)
-    assert x.paired == paired([0.5, 1.0, 0.0], [1.0, 1.0, 0.75])  # the order of the dicts does not matter
+    assert x.paired == paired(
+        [0.5, 1.0, 0.0], [1.0, 1.0, 0.75], level=VERDICT_LEVEL
+    )  # the order of the dicts does not matter
     assert [(c.case_id, c.base, c.cand) for c in x.improved] == [("c3", 0.0, 0.75), ("c1", 0.5, 1.0)]
     assert x.unchanged == ("c2",)
 
@@ -151,7 +153,7 @@ def test_the_detectable_effect_is_for_this_n_and_the_observed_spread() -> None:
     x = compare(*binary_runs(better=6, worse=4, same_right=20, same_wrong=10))
     base = [0.0] * 6 + [1.0] * 4 + [1.0] * 20 + [0.0] * 10
     cand = [1.0] * 6 + [0.0] * 4 + [1.0] * 20 + [0.0] * 10
-    assert x.detectable == detectable_from(base, cand)
+    assert x.detectable == detectable_from(base, cand, alpha=MEAN_ALPHA)  # the verdict's share of the budget
     assert x.detectable.spread_name == "discordance" and x.detectable.spread == 0.25
 
 
@@ -180,27 +182,27 @@ def test_compare_all_puts_each_interval_at_its_holm_level() -> None:
     moderate = binary_runs(better=14, worse=2, same_right=44, same_wrong=40, task="explanation")
     alone = [compare(*p) for p in (strong, null, moderate)]
     family = compare_all([strong, null, moderate])
-    levels = holm_levels([x.paired.interval_pvalue for x in alone])
+    levels = holm_levels([x.paired.interval_pvalue for x in alone], MEAN_ALPHA)
     assert [x.paired.interval.level for x in family] == levels
-    assert levels[0] == pytest.approx(1 - 0.05 / 3)
+    assert levels[0] == pytest.approx(1 - MEAN_ALPHA / 3)
     assert [x.holm_p for x in family] == holm([x.paired.p_value for x in alone])
     assert all(x.family_size == 3 for x in family)
     for x in family:  # every printed interval agrees with its verdict
         assert x.verdict == verdict(x.paired.interval)
     assert [x.verdict for x in family] == ["ship", "inconclusive", "ship"]
-    assert "Holm over 3 comparisons: interval at 98.3%" in to_text(family[0])
+    assert "Holm over 3 comparisons: interval at 99.2%" in to_text(family[0])
 
 
 def test_compare_all_decides_what_a_bonferroni_interval_would_not() -> None:
-    """Holm's second step uses 97.5%, not 98.3%: a task just short of Bonferroni still ships."""
+    """Holm's second step uses 97.5%, not 98.75%: a task just short of Bonferroni still ships."""
     strong = binary_runs(better=30, worse=2, same_right=40, same_wrong=28, task="tagging")
     candidates = [
         binary_runs(better=b, worse=2, same_right=44, same_wrong=40, task="explanation") for b in range(6, 20)
     ]
     for second in candidates:
         alone = compare(*second)
-        bonferroni = alone.paired.at_level(1 - 0.05 / 2 / 1.5)  # 98.3%
-        holm_step = alone.paired.at_level(0.975)
+        bonferroni = alone.paired.at_level(1 - MEAN_ALPHA / 2)  # 98.75%
+        holm_step = alone.paired.at_level(1 - MEAN_ALPHA)
         if verdict(bonferroni) == "inconclusive" and verdict(holm_step) == "ship":
             family = compare_all([strong, second])
             assert [x.verdict for x in family] == ["ship", "ship"]

@@ -18,7 +18,7 @@ import pytest
 from numpy.typing import NDArray
 
 from evals.analysis.comparison import RunScores, compare, compare_all
-from evals.analysis.paired import paired, paired_batch, verdict, verdict_decimals
+from evals.analysis.paired import MEAN_ALPHA, paired, paired_batch, verdict, verdict_decimals
 from evals.analysis.stats import Interval
 from evals.render.comparison_text import to_text
 
@@ -97,19 +97,19 @@ def test_holm_orders_and_stops_by_the_margin_not_by_zero() -> None:
     """A comparison sure to be above 0 but not above the margin must not let the step-down go on past it.
 
     `small` is +0.08 over 1,000 cases: far from 0 (p ~ 1e-20 against 0) but not above the
-    margin 0.1. `big` is +0.275 over 40 cases: above the margin at 95%, not at 97.5%.
-    Ordered by "not 0", `small` came first and `big` shipped at 95%; ordered by the
+    margin 0.1. `big` is +0.30 over 40 cases: above the margin at the verdict's 97.5%, not at
+    98.75%. Ordered by "not 0", `small` came first and `big` shipped at 97.5%; ordered by the
     margin, `big` comes first, is not decisive at its Holm level, and the step-down stops.
     """
-    small, big = _pair("small", 80, 0, 920), _pair("big", 11, 0, 29)
+    small, big = _pair("small", 80, 0, 920), _pair("big", 12, 0, 28)
     alone = compare(*big, margin=0.1)
-    assert alone.verdict == "ship" and alone.paired.p_value < ALPHA
+    assert alone.verdict == "ship" and alone.paired.p_value < MEAN_ALPHA
     found = {x.task: x for x in compare_all([small, big], margin=0.1)}
     assert found["small"].paired.interval.low > 0
     assert found["big"].verdict == "inconclusive"
-    assert found["big"].paired.interval.level == pytest.approx(1 - ALPHA / 2)
+    assert found["big"].paired.interval.level == pytest.approx(1 - MEAN_ALPHA / 2)
     for x in found.values():
-        assert (x.verdict != "inconclusive") == (x.holm_p is not None and x.holm_p < ALPHA)
+        assert (x.verdict != "inconclusive") == (x.holm_p is not None and x.holm_p < MEAN_ALPHA)
 
 
 def test_over_random_families_holm_adjusted_p_agrees_with_the_verdict() -> None:
@@ -123,7 +123,7 @@ def test_over_random_families_holm_adjusted_p_agrees_with_the_verdict() -> None:
             pairs.append(_pair(f"t{family}-{task}", better, worse, n - better - worse))
         for x in compare_all(pairs, margin=float(rng.choice(MARGINS))):
             assert x.holm_p is not None
-            disagree += (x.verdict != "inconclusive") != (x.holm_p < ALPHA)
+            disagree += (x.verdict != "inconclusive") != (x.holm_p < MEAN_ALPHA)
     assert disagree == 0
 
 
@@ -137,8 +137,8 @@ def _printed_bounds(text: str) -> tuple[float, float]:
 
 
 def test_a_ship_whose_low_bound_rounds_to_zero_prints_enough_decimals() -> None:
-    """6 of 101 cases fixed, none broken: the interval's low bound is +0.004975, which 2 decimals print as +0.00."""
-    n, better = 101, 6
+    """7 of 75 cases fixed, none broken: the interval's low bound is +0.004978, which 2 decimals print as +0.00."""
+    n, better = 75, 7
     base = RunScores("t", "a", {f"c{i}": [0.0 if i < better else 1.0] for i in range(n)})
     cand = RunScores("t", "b", {f"c{i}": [1.0] for i in range(n)})
     x = compare(base, cand)

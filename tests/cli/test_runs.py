@@ -21,7 +21,7 @@ import attest
 from attest.backends.types import Message
 from attest.features import TagPrompt
 from evals import reaction_eval, rescore, runs, tagging_eval, tasks
-from evals.cli import runner
+from evals.cli import rescoring, runner
 from evals.corpus.cases import TaggingCase
 from evals.engine import provenance
 from evals.engine.pipeline import corpus_digests, load_cases
@@ -266,7 +266,7 @@ def test_rescore_in_a_second_clone_reports_the_label_change_and_the_true_score(
         for name in ("tagging", "reaction"):
             m = store.manifest(ids[name])
             corpus = clone / "evals" / f"{name}_cases.json"
-            true = rescore.rescore_run(m, responses, corpus).result.overall
+            true = rescoring.rescore_run(m, responses, corpus).result.overall
             old = store.report(ids[name])
             assert old is not None and f"{true:.3f}" != f"{old.overall:.3f}"
             (row,) = [line for line in done.stdout.splitlines() if line.startswith(ids[name])]

@@ -18,6 +18,7 @@ from attest.backends.types import ChatResponse, Message
 from evals import reaction_eval, tasks
 from evals.analysis import power, stats, uncertainty
 from evals.analysis.annotate import annotate, inputs_sha256
+from evals.analysis.paired import MEAN_ALPHA
 from evals.analysis.uncertainty import ASSUMES
 from evals.cli import runner
 from evals.engine.chat import CachedChat, MemoryCache, unsampled
@@ -83,8 +84,9 @@ def _case_means(report: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _right_reaction(case: Any, asked: int) -> str:
-    """The right verdict, with reasoning that names the item: full marks."""
-    return json.dumps({"verdict": case.verdict, "confidence": 4, "reasoning": f"It is about {case.title}"})
+    """The right verdict, with reasoning that names the item and the reader's interest: full marks."""
+    reasoning = f"It is about {case.title[:120]}, against {case.interests[:120]}"
+    return json.dumps({"verdict": case.verdict, "confidence": 4, "reasoning": reasoning})
 
 
 # --- the score: mean, interval, n ----------------------------------------------------------
@@ -148,15 +150,16 @@ def test_a_model_answering_the_best_cheap_strategy_scores_exactly_the_trivial_ba
     raw = [c for c in _raw("reaction") if c["split"] == "dev"]
     cases = [c for c in raw if c["verdict"]][:7] + [c for c in raw if not c["verdict"]][:4]
     corpus = _corpus(tmp_path, "reaction", cases)
-    backend = _fake(
-        reaction_eval.TASK,
-        corpus,
-        lambda case, asked: json.dumps({"verdict": True, "confidence": 3, "reasoning": case.title}),
+    loaded = reaction_eval.load_cases(corpus)
+    best = max(  # the first of equals, as the trivial baseline picks it
+        reaction_eval.strategies(loaded),
+        key=lambda s: sum(reaction_eval.score_one(c, s.answer(c))["score"] for c in loaded),
     )
+    backend = _fake(reaction_eval.TASK, corpus, lambda case, asked: best.answer(case))
     out, report = _run("reaction", tmp_path, capsys, "--corpus", str(corpus), backend=backend)
     block = report["uncertainty"]
     trivial = next(b for b in block["baselines"] if b["name"] == "trivial")
-    assert trivial["answer"].startswith("always verdict true (read), the item's title as the reasoning")
+    assert trivial["answer"].startswith(best.describe)
     assert (trivial["mean"], trivial["low"], trivial["high"], trivial["n"]) == (
         block["score"]["mean"],
         block["score"]["low"],
@@ -165,7 +168,7 @@ def test_a_model_answering_the_best_cheap_strategy_scores_exactly_the_trivial_ba
     )
     assert trivial["difference"]["mean"] == 0.0 and trivial["difference"]["n"] == 11
     assert all(r["baselines"]["trivial"] == r["mean"] for r in block["families"])
-    assert "always verdict true (read)" in out
+    assert best.describe[:40] in out
 
 
 @pytest.mark.parametrize("name", TASKS)
@@ -200,7 +203,7 @@ def test_detectable_difference_is_stats_mde_for_this_n_under_the_stated_spread(
     d = report["uncertainty"]["detectable"]
     assert d["n"] == len(means) and d["power"] == 0.8 and d["assumes"] == ASSUMES
     assert d["sd_of_differences"] == pytest.approx(sd)
-    assert d["effect"] == pytest.approx(power.minimum_detectable_effect(len(means), sd))
+    assert d["effect"] == pytest.approx(power.minimum_detectable_effect(len(means), sd, alpha=MEAN_ALPHA))
     assert f"detectable      {d['effect']:.2f} at 80% power (n={len(means)}, sd of differences {sd:.2f})" in out
 
 
@@ -216,7 +219,8 @@ def test_repeat_two_with_an_alternating_model_names_the_flaky_cases(
 
     def reply(case: Any, asked: int) -> str:
         wrong = case.id in flaky and asked % 2 == 1
-        return json.dumps({"verdict": case.verdict != wrong, "confidence": 3, "reasoning": f"On {case.title}"})
+        reasoning = f"On {case.title[:120]}, for {case.interests[:120]}"
+        return json.dumps({"verdict": case.verdict != wrong, "confidence": 3, "reasoning": reasoning})
 
     backend = _fake(reaction_eval.TASK, corpus, reply)
     out, report = _run("reaction", tmp_path, capsys, "--corpus", str(corpus), "--repeat", "2", backend=backend)

@@ -213,12 +213,15 @@ def test_reaction_answer_breaking_the_sent_schema_types_scores_zero(out: str) ->
         pytest.param(
             "Copper-catalysed C\u2013N coupling", "Cu catalyzed, and she runs couplings.", id="american-plural"
         ),
-        pytest.param("Decontaminated MMLU", "MMLU scores drop once leaks are removed.", id="short-title"),
+        pytest.param(
+            "Decontaminated MMLU", "MMLU scores drop once leaks are removed: kinetics aside.", id="short-title"
+        ),
     ],
 )
 def test_reaction_reason_naming_a_compound_part_names_the_item(title: str, reasoning: str) -> None:
     case = REACT_CASE.model_copy(update={"title": title})
-    assert reaction_eval.score_one(case, _reaction(True, reasoning))["score"] == 1.0
+    scored = reaction_eval.score_one(case, _reaction(True, reasoning))
+    assert not [e for e in scored["errors"] if "does not name the item" in e]
 
 
 @pytest.mark.parametrize(
@@ -288,7 +291,7 @@ def test_reaction_summary_of_valid_answers_is_score_verdicts() -> None:
 # --- explanation -----------------------------------------------------------------------
 
 GOOD = "You run palladium cross-coupling, and this ligand works at room temperature."
-REFINEMENT = (1 - explanation_eval.GATE) / 3  # what each of length, "you" and no-preamble is worth
+REFINEMENT = (1 - explanation_eval.GATE) / explanation_eval.REFINEMENTS  # one sentence, length, "you", no preamble
 
 
 def test_explanation_good_sentence_scores_one() -> None:
@@ -338,7 +341,7 @@ def test_explanation_without_a_shared_topic_scores_zero(text: str) -> None:
         ),
     ],
 )
-def test_explanation_each_failed_refinement_costs_a_third_of_the_rest(text: str, error: str) -> None:
+def test_explanation_each_failed_refinement_costs_a_quarter_of_the_rest(text: str, error: str) -> None:
     scored = explanation_eval.score_one(MATCH_CASE, _text(text))
     assert scored["score"] == pytest.approx(1 - REFINEMENT)
     assert len(scored["errors"]) == 1 and error in scored["errors"][0]
@@ -352,9 +355,9 @@ def test_explanation_word_limit_is_under_fifteen(words: int, score: float) -> No
 
 
 def test_explanation_naming_the_topic_but_failing_every_refinement_keeps_the_gate() -> None:
-    text = "This item describes palladium chemistry at room temperature for chemists who run reactions in labs daily."
+    text = "This item describes palladium chemistry at room temperature. It suits chemists who run reactions daily."
     scored = explanation_eval.score_one(MATCH_CASE, _text(text))
-    assert scored["score"] == pytest.approx(explanation_eval.GATE) and len(scored["errors"]) == 3
+    assert scored["score"] == pytest.approx(explanation_eval.GATE) and len(scored["errors"]) == 4
 
 
 @pytest.mark.parametrize(
@@ -492,7 +495,8 @@ def _perfect_tagging(case: TaggingCase) -> str:
 
 
 def _perfect_reaction(case: ReactionCase) -> str:
-    return _reaction(case.verdict, f"'{case.title}'"[:300], confidence=5)
+    interest = next(w for w in case.interests.split() if content_words(w))
+    return _reaction(case.verdict, f"'{case.title}'"[:250] + f", against the interest {interest}", confidence=5)
 
 
 def _perfect_explanation(case: ExplanationCase) -> str:
@@ -676,3 +680,12 @@ def test_roc_auc_from_ranks_equals_the_pairwise_definition() -> None:
         expected = _pairwise_auc(labels, scores)
         got = reaction_eval.roc_auc(labels, scores)
         assert got == pytest.approx(expected) if expected is not None else got is None
+
+
+def test_reaction_reason_naming_no_interest_scores_less_with_its_own_error() -> None:
+    """The prompt: "one sentence that names the item's topic and the interest it meets or misses"."""
+    scored = reaction_eval.score_one(REACT_CASE, _reaction(True, "An aryl chloride paper."))
+    assert scored["score"] == reaction_eval.UNREASONED
+    assert scored["errors"] == [
+        "the reasoning names none of the reader's interests: say which of them the item meets or misses"
+    ]
