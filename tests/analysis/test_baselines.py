@@ -85,7 +85,7 @@ def test_reaction_trivial_is_a_constant_verdict_with_the_title_as_reasoning() ->
         reaction_eval.TASK, dev, lambda c: json.dumps({"verdict": False, "confidence": 3, "reasoning": c.title})
     )
     found = baselines.trivial(reaction_eval.TASK, dev)
-    assert found is not None  # the word-overlap verdict, fitted on train, now beats it (tests/test_floors.py)
+    assert found is not None  # the word-overlap verdict, fitted on train, now beats it (tests/engine/test_floors.py)
     assert sum(found.scores.values()) / len(dev) >= always_no
 
 
@@ -114,7 +114,7 @@ def test_explanation_trivial_tries_the_title_echo_with_and_without_the_refuse_ru
 
 def test_explanation_floor_counts_the_readers_interests_echoed_back() -> None:
     """Echoing the interests names the reader's topic words and nothing of the item: it competes in the floor,
-    and a list of words is no sentence, so on match cases it earns nothing (tests/test_floors.py)."""
+    and a list of words is no sentence, so on match cases it earns nothing (tests/engine/test_floors.py)."""
     dev = _dev("explanation")
     echoed = [s for s in explanation_eval.strategies(dev) if "words of the interests echoed" in s.describe]
     assert len(echoed) == 2

@@ -20,8 +20,8 @@ from evals.analysis import baselines
 from evals.corpus.cases import ExplanationCase
 from evals.corpus.words import content_words
 from evals.engine.pipeline import Task
+from tests.cli.test_compare import _offline, run_compare
 from tests.recorded_runs import corpus_ids, record
-from tests.test_compare_cli import _offline, run_compare
 
 
 def _mean(task: Task[Any], cases: list[Any], answer: Callable[[Any], str]) -> float:

@@ -21,8 +21,8 @@ from evals.analysis.paired import VERDICT_LEVEL, paired_batch, ships_batch
 from evals.analysis.power import minimum_detectable_effect, tail_lets_through
 from evals.analysis.tail import TAIL_ALPHA, tail_of, tail_p
 from evals.corpus.cases import TaggingCase
+from tests.cli.test_compare import run_compare
 from tests.recorded_runs import corpus_ids, record, write_corpus
-from tests.test_compare_cli import run_compare
 
 
 @pytest.mark.parametrize(("losses", "gains"), [(0, 0), (0, 5), (1, 0), (3, 0), (6, 0), (8, 2), (5, 5), (30, 12)])

@@ -21,8 +21,8 @@ from evals.analysis.pairing import decide, load_run
 from evals.corpus.cases import TaggingCase
 from evals.render.comparison_markdown import to_markdown
 from evals.store.records import DirStore
+from tests.cli.test_compare import _offline, run_compare
 from tests.recorded_runs import corpus_ids, record, write_corpus
-from tests.test_compare_cli import _offline, run_compare
 
 
 def _lenient(case: TaggingCase, out: str) -> dict[str, Any]:
