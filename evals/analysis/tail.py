@@ -26,7 +26,7 @@ def tail_p(losses: int, gains: int) -> float:
     """Exact one-sided binomial p of "large losses are no more likely than large gains": P(X >= losses), X ~ B(n, 1/2).
 
     The sum is exact in integers (`scipy.stats.binomtest(losses, n, 0.5, alternative="greater")` agrees,
-    tests/test_tail_guard.py), so a command line pays no scipy import for it.
+    tests/analysis/test_tail.py), so a command line pays no scipy import for it.
     """
     n = losses + gains
     if losses <= 0:
