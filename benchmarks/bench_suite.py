@@ -6,7 +6,7 @@ on ARGS (default: the whole suite, `tests`, real-model tests included) twice: se
 the order between repeats (ATTEST_BENCH_SUITE_REPEATS, default 1: the whole suite
 takes minutes). Target: parallel wall time at most 50% of serial. The last figure of
 run_all (about 12 minutes on 2 cores); try it on a small subset first, e.g.
-`python -m benchmarks.bench_suite tests/test_stats.py`.
+`python -m benchmarks.bench_suite tests/analysis/test_stats.py`.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from typing import Any
 from attest.backends.stub import StubBackend
 from benchmarks._common import REPEATS, Row, Spread, print_rows, rotated, script_command, timed, workdir
 from evals import tasks
+from evals.cli.rescoring import rescore_run
 from evals.engine.chat import CachedChat
 from evals.engine.execute import RunSpec, execute
 from evals.engine.pipeline import load_cases
-from evals.rescore import rescore_run
 from evals.store.keys import Identity
 from evals.store.local.cache import ResponseCache
 from evals.store.models import Manifest

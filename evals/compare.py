@@ -10,12 +10,10 @@ corpus each run recorded gives each case's family, the manifests give what chang
 between the runs, and the cache gives the answers shown side by side. Nothing here
 calls a model.
 
-The output opens with what differs between the runs (prompt, with a line diff of the
-system prompts, backend, model, digest, options, label, scorer, commit), in full. When
-more than one of prompt, model (backend, model, digest) and options differ, the pair
-is confounded: the verdict is inconclusive (exit 3) whatever the interval, unless
-`--accept-mixed`. A prompt change measured on the stub backend is inconclusive too:
-the stub does not read the prompt.
+The output opens with what differs, in full (evals/analysis/differences.py: more than one of prompt,
+model and options is confounded, exit 3 unless `--accept-mixed`; a prompt change on the stub too). Runs
+scored by different scorers are re-scored with today's first (evals/cli/rescoring.py). Ship also needs
+the tail guard (evals/analysis/tail.py).
 
 Refused in one line (exit 1): a run compared with itself; runs of different tasks; runs of different splits
 (unless `--allow-split-mismatch`); a run without a report; a shared case whose inputs
@@ -183,7 +181,10 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) -> int:
     names = _task_names() if args.all else ("",)
-    pairs = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
+    loaded = [_load_pair(store, f"{task}{args.base}", f"{task}{args.cand}", args) for task in names]
+    _ = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in loaded]  # refusals before re-scores
+    equal = [_one_scorer(b, c, cache, store.paths_local) for b, c in loaded]
+    pairs, notes = [(b, c) for b, c, _ in equal], [n for _, _, n in equal]
     if args.metric == "judged":
         from evals.cli.judged_metric import judged_pair  # the task registry: only a judged comparison needs it
 
@@ -194,33 +195,31 @@ def _compare_in(store: Runs, cache: Answers | None, args: argparse.Namespace) ->
     scores = [pair(b, c, allow_split_mismatch=args.allow_split_mismatch) for b, c in pairs]
     mixed = args.accept_mixed
     if args.all:
-        found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed))
+        found = list(compare_all(scores, margin=args.margin, show=args.show, accept_mixed=mixed, notes=notes))
     else:
-        found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed)]
+        found = [compare(*scores[0], margin=args.margin, show=args.show, accept_mixed=mixed, notes=notes[0])]
     found = [with_answers(x, cache, b.manifest, c.manifest, args.json) for x, (b, c) in zip(found, pairs, strict=True)]
     if args.html is not None:
         _write_html(found, scores, store, cache, args.html, args.price_list)
     if args.html != "-":
         _print(found, pairs, args)
     if args.summary is not None:  # after the verdict is printed: a summary that cannot be written loses nothing
-        _append_summary(found, pairs, args)
+        from evals.render.comparison_markdown import append_summary  # each format's renderer only when asked for
+        from evals.render.comparison_tokens import markdown_with_tokens
+
+        append_summary(markdown_with_tokens(found, pairs, args.price_list), args.summary)
     if args.html not in (None, "-"):
         print(f"page        {args.html}", file=sys.stderr if args.json or args.markdown else sys.stdout)
     return EXIT_CODES[found[0].verdict] if len(found) == 1 else exit_code(x.verdict for x in found)
 
 
-def _append_summary(found: list[Comparison], pairs: Sequence[tuple[Run, Run]], args: argparse.Namespace) -> None:
-    """Append the markdown comparison and both runs' tokens and cost to `--summary` (a step summary)."""
-    from evals.render.comparison_tokens import markdown_with_tokens
+def _one_scorer(base: Run, cand: Run, cache: Answers | None, local: bool) -> tuple[Run, Run, tuple[str, ...]]:
+    """Both runs as they are when one scorer scored them, else `rescoring.one_scorer`'s."""
+    if base.manifest.provenance.scorer_fingerprint == cand.manifest.provenance.scorer_fingerprint:
+        return base, cand, ()
+    from evals.cli.rescoring import one_scorer  # the task registry and the scorers: only when the scorers differ
 
-    target, text = args.summary, markdown_with_tokens(found, pairs, args.price_list)
-    try:
-        with open(target, "a", encoding="utf-8") as out:
-            out.write(printable(text, multiline=True) + "\n\n")
-    except OSError as exc:
-        raise RunError(
-            f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
-        ) from None
+    return one_scorer(base, cand, cache, paths_local=local)  # a shared store's corpus paths are never opened
 
 
 def _task_names() -> tuple[str, ...]:

@@ -7,8 +7,11 @@ Each branch has one required check, worth GATE, and refinements that share the r
   topic in the reader's words; whole words, up to spelling variants, plural and
   hyphenation: evals/corpus/words.py) in its own words, not inside a run of COPY_RUN or
   more content words copied from the item (so "You: <title>" earns nothing); without it
-  the answer scores 0 however well it is phrased. Under fifteen words, "you" and no
-  preamble then each earn a third of the remaining credit;
+  the answer scores 0 however well it is phrased. It must also be a sentence, as the
+  prompt asks ("write one sentence"): a label and a colon before a list of words ("You:
+  catalysis kinetics ...") or a bare list of words without one function word is none,
+  and scores 0. One sentence, under fifteen words, "you" and no preamble then each earn a
+  quarter of the remaining credit;
 - a refuse case requires a refusal; the exact mandated wording earns the rest.
 
 A refusal is the mandated sentence or a near miss of it (another case, no full stop,
@@ -19,6 +22,7 @@ wrong on a match case and loses only the exact-wording credit on a refuse case.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -34,10 +38,10 @@ from evals.corpus.judgements import JudgementEntry
 from evals.corpus.rules import explanation_rules
 from evals.corpus.targets import explanation_targets
 from evals.corpus.words import content_words, mentions, own_words, words
-from evals.engine import execute, pipeline
+from evals.engine import execute, floors, pipeline
 from evals.engine.chat import SampleChat
 from evals.engine.pipeline import CaseResult, EvalResult
-from evals.engine.scoring import parse_or_error
+from evals.engine.scoring import not_a_sentence, parse_or_error
 from evals.engine.task import CheckContext, CorpusChecks, DspyAdapter, JudgeSpec, Scored, Strategy, Task
 from evals.tagging_eval import gate
 
@@ -58,6 +62,8 @@ JUDGEMENTS = Path(__file__).with_name("explanation_judgements.json")  # the huma
 GATE = 0.5  # credit for the required check; the refinements share the other half
 MAX_WORDS = 15  # the prompt asks for fewer than fifteen words
 PREAMBLES = ("you will find", "this item")
+REFINEMENTS = 4  # one sentence, under fifteen words, "you", no preamble
+_SENTENCE_END = re.compile(r"[.!?]+\s+(?=\S)")  # an end of sentence with more text after it
 COPY_RUN = 3  # this many consecutive content words of the item, copied, name the item and not the reader
 _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'ll|'d)?\b", re.IGNORECASE)
 # over canonical words (evals/corpus/words.py): "outside" is "outsid", "interests" is "interest"
@@ -130,8 +136,11 @@ def _score_match_case(case: ExplanationCase, text: str) -> tuple[float, list[str
             "say which of the reader's interests it matches in your own words, not by restating the title"
         )
         return 0.0, [error]
+    shape = not_a_sentence(text)
+    if shape:
+        return 0.0, [shape]
     errors = _refinement_errors(text)
-    return 1.0 - (1.0 - GATE) * len(errors) / 3, errors
+    return 1.0 - (1.0 - GATE) * len(errors) / REFINEMENTS, errors
 
 
 def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
@@ -148,6 +157,9 @@ def _names_topic_itself(case: ExplanationCase, text: str) -> bool:
 
 def _refinement_errors(text: str) -> list[str]:
     errors = []
+    sentences = len(_SENTENCE_END.findall(text.rstrip())) + 1
+    if sentences > 1:
+        errors.append(f"{sentences} sentences; the prompt asks for one")
     count = len(text.split())
     if count >= MAX_WORDS:
         errors.append(f"{count} words; it must be under {MAX_WORDS}")
@@ -198,7 +210,13 @@ def strategies(cases: Sequence[ExplanationCase]) -> list[Strategy[ExplanationCas
     if topics:
         sentence = f"This matches your interest in {topics[0][0]}."
         found.append(Strategy.constant(json.dumps({"text": sentence}), f"always {sentence!r}"))
-    return found
+    return [*found, *floors.shared_interests(_train(), score_one)]
+
+
+@functools.cache
+def _train() -> tuple[ExplanationCase, ...]:
+    """The corpus's train split: where the shared-interests floor chooses its refusal count."""
+    return tuple(load_cases(CORPUS, "train"))
 
 
 def _echo(case: ExplanationCase) -> str:

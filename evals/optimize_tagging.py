@@ -4,7 +4,7 @@
     nox -s optimize-tagging -- --backend local --budget 12
 
 This is the one module under evals/ that imports dspy (the design note's rule, pinned by
-tests/test_seed_contract.py); what the search needs besides DSPy is in
+tests/project/test_seed_contract.py); what the search needs besides DSPy is in
 evals/cli/tagging_search.py, which takes what DSPy gives it as arguments. What is
 optimised is the prompt that ships: DSPy's `Predict` runs through `TagPromptAdapter`,
 which renders every request with `attest.features.tag_messages` (the predictor's

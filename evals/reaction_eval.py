@@ -4,6 +4,7 @@ confidence histogram). `score_verdicts` is defined here, once; `gate` is tagging
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -17,7 +18,8 @@ from evals.corpus.cases import ReactionCase
 from evals.corpus.fixture import fixture_problems
 from evals.corpus.rules import reaction_rules
 from evals.corpus.targets import reaction_targets
-from evals.engine import execute, pipeline
+from evals.corpus.words import content_words
+from evals.engine import execute, floors, pipeline
 from evals.engine.chat import SampleChat
 from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import names_item, parse_or_error
@@ -38,7 +40,9 @@ __all__ = [
 ]
 
 CORPUS = Path(__file__).with_name("reaction_cases.json")
-UNREASONED = 0.75  # a right verdict whose reasoning does not name the item earns this much
+# a right verdict whose reasoning does not name the item, or names none of the reader's interests (the prompt:
+# "one sentence that names the item's topic and the interest it meets or misses"), earns this much
+UNREASONED = 0.75
 
 
 def render(case: ReactionCase) -> list[Message]:
@@ -62,7 +66,10 @@ def score_one(case: ReactionCase, out: str) -> ReactionScored:
     named = names_item(case.title, parsed.reasoning)
     if not named:
         errors.append("the reasoning does not name the item: it mentions no content word of the title")
-    score = 0.0 if parsed.verdict != case.verdict else (1.0 if named else UNREASONED)
+    meets = bool(content_words(case.interests) & content_words(parsed.reasoning))
+    if not meets:
+        errors.append("the reasoning names none of the reader's interests: say which of them the item meets or misses")
+    score = 0.0 if parsed.verdict != case.verdict else (1.0 if named and meets else UNREASONED)
     return {"id": case.id, "score": score, "errors": errors, "verdict": parsed.verdict, "confidence": parsed.confidence}
 
 
@@ -142,7 +149,13 @@ def strategies(cases: Sequence[ReactionCase]) -> list[Strategy[ReactionCase]]:
         found.append(Strategy(f"always verdict {word}, the item's title as the reasoning", _titled(verdict)))
         text = json.dumps({"verdict": verdict, "confidence": 3, "reasoning": CONSTANT_REASONING})
         found.append(Strategy.constant(text, f"always verdict {word} with one fixed reasoning"))
-    return found
+    return [*found, floors.word_overlap_verdict(_train(), score_one)]
+
+
+@functools.cache
+def _train() -> tuple[ReactionCase, ...]:
+    """The corpus's train split: where the word-overlap floor chooses its threshold."""
+    return tuple(load_cases(CORPUS, "train"))
 
 
 def _titled(verdict: bool) -> Callable[[ReactionCase], str]:

@@ -21,7 +21,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,43 +29,18 @@ from attest.text import printable
 from evals import tasks
 from evals.cli.rescore_options import judge_identity
 from evals.cli.rescore_options import rescore_parser as _parser
-from evals.corpus import paths
-from evals.corpus.cases import Case
-from evals.engine import provenance
-from evals.engine.chat import MissingSampleError
-from evals.engine.execute import report_of
-from evals.engine.judge import Judged, judge_fingerprint, judge_ref, judged_from_cache, judged_record
-from evals.engine.pipeline import EvalResult, corpus_digests, load_cases, score_planned
-from evals.engine.task import Task
-from evals.render.judge_status import judge_name
+from evals.cli.rescoring import Rescored, rescore_run, some
+from evals.cli.rescoring import under_today_scorer as by_today  # both runs are re-scored by it
+from evals.engine.pipeline import EvalResult
 from evals.render.rescore_rows import judged_rate, print_rows
-from evals.store.keys import Identity
-from evals.store.models import Decision, JudgeRef, Manifest, Report
+from evals.store.models import Decision, Manifest, Report
 from evals.store.open import open_store
 from evals.store.protocols import Answers, Runs, WritesRefused
 from evals.store.records import RunError
 from evals.store.refs import list_runs
 from evals.store.settings import resolve_cache_dir, resolve_store_url
 
-__all__ = ["Rescored", "find_runs", "main", "recheck_decisions", "rescore_run"]
-
-
-@dataclass(frozen=True)
-class Rescored:
-    manifest: Manifest
-    result: EvalResult
-    corpus: Path
-    changes: list[str]  # what differs from when the run was made: labels, scorer, judge prompt
-    judged: list[Judged] | None = None  # a judged run's judgements, read back from the cache
-    judge: JudgeRef | None = None  # --judge-backend: the judge they are another judge's (else the run's own)
-
-    def report(self) -> Report:
-        """The re-scored report record, with the judged block of a judged run."""
-        report = report_of(self.manifest, self.result, None)
-        ref = self.judge or self.manifest.judge
-        if self.judged is None or ref is None:
-            return report
-        return report.replace(judged=judged_record(ref, self.judged))
+__all__ = ["find_runs", "main", "recheck_decisions"]
 
 
 def find_runs(
@@ -101,65 +75,6 @@ def _manifests(store: Runs, skipped: list[str], run_ids: list[str]) -> list[Mani
 
 def _skip_line(run_id: str, exc: AttestError) -> str:
     return f"rescore: skipped {run_id}: {exc}"
-
-
-def rescore_run(
-    manifest: Manifest,
-    cache: Answers,
-    corpus: Path | None = None,
-    judge: Identity | None = None,
-    *,
-    paths_local: bool = True,
-) -> Rescored:
-    """Score a run's cached samples with today's scorer against today's labels; a judged run's judgements (or,
-    with `judge`, that judge's judgements of the same answers) read back from the cache. A shared store's run
-    (`paths_local=False`) is scored against the task's corpus in this checkout, never a path recorded on another
-    machine (hashes compared)."""
-    if manifest.task not in tasks.names():
-        raise RunError(f"run {manifest.run_id}: unknown task {manifest.task!r} ({tasks.known()})")
-    task = tasks.get(manifest.task)
-    path = corpus or (paths.resolve_corpus(manifest.provenance.corpus) if paths_local else task.corpus)
-    loaded = load_cases(task, path)
-    cases: dict[str, Case] = {c.id: c for c in loaded}
-    gone = sorted({s.case for s in manifest.samples} - set(cases))
-    if gone:
-        raise RunError(
-            f"run {manifest.run_id}: cases {gone[:5]} are not in {path}; rescore it with --run ID --corpus OLD_FILE"
-        )
-    samples = [(cases[s.case], s.sample, s.key) for s in manifest.samples]
-    changes = _changes(manifest, task, loaded, path)
-    try:
-        result = score_planned(task, samples, cache)
-        ref = judge_ref(task, samples, cache, judge) if judge is not None and task.judge is not None else None
-        if ref is not None:
-            changes.append(f"judged from the cache by {judge_name(ref.identity())}, not by the run's own judge")
-        ref_used = ref or manifest.judge
-        judged = judged_from_cache(task, ref_used, cache) if ref_used is not None else None
-    except MissingSampleError as exc:
-        raise RunError(f"run {manifest.run_id}: {exc}") from None
-    return Rescored(manifest, result, path, changes, judged, ref)
-
-
-def _changes(manifest: Manifest, task: Task[Any], corpus: Sequence[Case], path: Path) -> list[str]:
-    changes = []
-    recorded, now = manifest.provenance.corpus_sha256, corpus_digests(corpus)
-    splits = [manifest.split] if manifest.split in now else sorted(now)  # "all" checks every split
-    differs = [s for s in splits if recorded.get(s) != now.get(s)]
-    if differs:
-        shown = ", ".join(f"{s} {now.get(s, 'n/a')[:12]} (run: {recorded.get(s, 'n/a')[:12]})" for s in differs)
-        changes.append(f"labels differ from the run's: split sha256 of {path}: {shown}; scored with these labels")
-        ran = manifest.case_sha256
-        relabelled = [c.id for c in corpus if c.id in ran and ran[c.id] != provenance.case_sha256(c)]
-        if relabelled:
-            changes.append(f"cases whose label or inputs changed: {_some(relabelled)}")
-    scorer = provenance.scorer_fingerprint(task.score_one)
-    if scorer != manifest.provenance.scorer_fingerprint:
-        changes.append(f"scorer changed since the run ({manifest.provenance.scorer_fingerprint[:12]} -> {scorer[:12]})")
-    if manifest.judge is not None and task.judge is not None:
-        then, today = manifest.judge.prompt_fingerprint, judge_fingerprint(task.judge)
-        if then != today:
-            changes.append(f"judge prompt changed since the run ({then[:12]} -> {today[:12]}); judged as the run was")
-    return changes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,7 +164,8 @@ def recheck_decisions(
             base = rescored.get(decision.baseline_run) or rescore_run(
                 store.manifest(decision.baseline_run), cache, corpus, paths_local=store.paths_local
             )
-            runs = [Run(r.manifest, r.report()) for r in (base, cand)]
+            ms = [by_today(r.manifest) for r in (base, cand)]
+            runs = [Run(m, dataclasses.replace(r, manifest=m).report()) for r, m in zip((base, cand), ms, strict=True)]
             entry = recheck(decision, runs[0], runs[1])
         except AttestError as exc:
             entry = {"candidate_run": run_id, "baseline_run": decision.baseline_run, "problem": str(exc)}
@@ -270,12 +186,7 @@ def _moved(old: Report | None, new: EvalResult) -> str:
         for cid, b in before.items()
         if cid in now and abs(sum(b) / len(b) - now[cid]) > 1e-9
     ]
-    return _some(moved)
-
-
-def _some(names: list[str], limit: int = 10) -> str:
-    more = f" (and {len(names) - limit} more)" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
+    return some(moved)
 
 
 def _row(done: Rescored, old: Report | None) -> dict[str, Any]:

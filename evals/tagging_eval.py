@@ -6,6 +6,7 @@ reaction_eval and explanation_eval import (not copy) and the optimiser ships on.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -18,7 +19,7 @@ from attest.features import ItemTags, tag_messages
 from evals.corpus.cases import TaggingCase
 from evals.corpus.rules import tagging_rules
 from evals.corpus.targets import tagging_targets
-from evals.engine import execute, pipeline, provenance
+from evals.engine import execute, floors, pipeline, provenance
 from evals.engine.chat import SampleChat
 from evals.engine.pipeline import CaseResult, EvalResult
 from evals.engine.scoring import parse_or_error
@@ -60,10 +61,18 @@ def score_one(case: TaggingCase, out: str) -> TaggingScored:
 
 
 def strategies(cases: Sequence[TaggingCase]) -> list[Strategy[TaggingCase]]:
-    """The most frequent gold tags: each of the top three alone, and the top two and three together."""
+    """The most frequent gold tags: each of the top three alone, and the top two and three together; and the
+    gold tags of the nearest train case (word overlap on title and summary)."""
     ranked = [tag for tag, _ in Counter(tag for c in cases for tag in c.tags).most_common(3)]
     sets = [[tag] for tag in ranked] + [ranked[:k] for k in (2, 3) if len(ranked) >= k]
-    return [Strategy.constant(json.dumps({"tags": s}), f"always tags {json.dumps(s)}") for s in sets]
+    found = [Strategy.constant(json.dumps({"tags": s}), f"always tags {json.dumps(s)}") for s in sets]
+    return [*found, floors.nearest_train_tags(_train())]
+
+
+@functools.cache
+def _train() -> tuple[TaggingCase, ...]:
+    """The corpus's train split: what the nearest-case floor may read."""
+    return tuple(load_cases(CORPUS, "train"))
 
 
 def tag_prompt() -> Mapping[str, str | None]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Property tests (tests/test_settings_properties.py): the same examples on every run and machine, no
+# Property tests (tests/app/test_settings_properties.py): the same examples on every run and machine, no
 # example database; `pytest --hypothesis-profile=long` searches far wider, with a database in .hypothesis/.
 settings.register_profile(
     "ci", derandomize=True, database=None, max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -49,7 +49,7 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True, scope="session")
 def _own_xdg_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The session's own XDG cache (remembered plots, gguf digests), never the developer's; uv keeps reading
-    its own cache (tests/test_task_plugin.py installs from it, offline)."""
+    its own cache (tests/tasks/test_task_plugin.py installs from it, offline)."""
     uv_cache = os.environ.get("UV_CACHE_DIR") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "uv"
     )

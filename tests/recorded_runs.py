@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,24 +60,34 @@ def record(
     model: str,
     split: str = "dev",
     wrong_text: str | None = None,
+    backend: str = "fake",
+    options: Mapping[str, Any] | None = None,
+    answer: Callable[[TaggingCase], str | None] | None = None,
+    **task_changes: Any,
 ) -> str:
     """Record one tagging run over `corpus` (one split, or "all") and return its id.
 
     `wrong_text`, when given, is the answer to every case not in `right` (unparseable
     text scores 0 too), for answers long or hostile enough to test what is printed.
+    `answer(case)`, when it returns text, answers that case instead. `backend` and
+    `options` are the run's recorded identity; `task_changes` replace fields of the
+    tagging task (its `render`, its `score_one`), as a code change would.
     """
-    task = dataclasses.replace(tagging_eval.TASK, corpus=corpus)
+    task = dataclasses.replace(tagging_eval.TASK, corpus=corpus, **task_changes)
     corpus_cases = load_cases(task, corpus)
     cases = [c for c in corpus_cases if split in ("all", c.split)]
     by_item = {item_block(c.title, c.summary): c for c in corpus_cases}
 
     def ask(messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> ChatResponse:
-        case = by_item[messages[-1]["content"]]
-        return ChatResponse(_answer(case, case.id in right, wrong_text), 0.01, None, None, model, "d")
+        text = messages[-1]["content"]
+        case = by_item.get(text) or next(c for block, c in by_item.items() if text.startswith(block))
+        given = answer(case) if answer is not None else None
+        chosen = given if given is not None else _answer(case, case.id in right, wrong_text)
+        return ChatResponse(chosen, 0.01, None, None, model, "d")
 
     cache = ResponseCache(cache_dir)
     try:
-        chat = CachedChat(ask, cache, Identity("fake", model, "d", {}))
+        chat = CachedChat(ask, cache, Identity(backend, model, "d", dict(options or {})))
         spec = RunSpec(task, cases, corpus_cases, corpus, split)
         return execute(spec, chat, DirStore(cache_dir / "runs"), record_git=False).run_id
     finally:

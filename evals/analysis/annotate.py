@@ -32,7 +32,7 @@ from evals.store.records import RunError
 
 __all__ = ["BLOCK_VERSION", "StubAnswers", "annotate", "degenerate_warnings", "inputs_sha256", "stub_answers"]
 
-BLOCK_VERSION = 1  # the uncertainty block's computation: raise it when what the block computes changes
+BLOCK_VERSION = 2  # the uncertainty block's computation: raise it when what the block computes changes
 REUSE_LOOKBACK = 3  # how many of the task's latest reports to look in for a block to reuse
 
 

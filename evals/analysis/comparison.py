@@ -19,9 +19,19 @@ from dataclasses import dataclass, field, replace
 
 from attest.errors import AttestError
 from evals.analysis.differences import Change, what_changed, withheld
-from evals.analysis.paired import Paired, difference, holm, holm_levels, paired, verdict
+from evals.analysis.paired import (
+    MEAN_ALPHA,
+    VERDICT_LEVEL,
+    Paired,
+    difference,
+    holm,
+    holm_levels,
+    paired,
+    verdict,
+)
 from evals.analysis.power import Detectable, detectable_from
-from evals.analysis.stats import LEVEL, Estimate, Verdict, is_binary, mean_estimate
+from evals.analysis.stats import Estimate, Verdict, is_binary, mean_estimate
+from evals.analysis.tail import TAIL_ALPHA
 
 __all__ = [
     "EXIT_CODES",
@@ -29,6 +39,7 @@ __all__ = [
     "Comparison",
     "ComparisonError",
     "FamilyRow",
+    "Floor",
     "RunScores",
     "compare",
     "compare_all",
@@ -44,6 +55,15 @@ class ComparisonError(AttestError, ValueError):
 
 
 @dataclass(frozen=True)
+class Floor:
+    """The best cheap strategy on a run's cases (its report's trivial baseline), and whether the run beat it."""
+
+    mean: float
+    answer: str
+    beaten: bool  # the paired difference run - floor is above 0
+
+
+@dataclass(frozen=True)
 class RunScores:
     """What `compare` needs of one run: its scores by case and sample, and what to show and check."""
 
@@ -55,6 +75,8 @@ class RunScores:
     labels: Mapping[str, object] = field(default_factory=dict)  # case id -> its expectation, must agree
     provenance: Mapping[str, object] = field(default_factory=dict)  # prompt fingerprint, model, digest, ...
     prompts: tuple[str, ...] = ()  # the system prompts the run sent, for a line diff
+    requests: Mapping[str, str] = field(default_factory=dict)  # case id -> sha256 of its rendered request
+    floor: Floor | None = None  # the best cheap strategy on the run's cases, when its report has it
 
 
 @dataclass(frozen=True)
@@ -109,6 +131,8 @@ class Comparison:
     prompt_diff: tuple[str, ...] = ()  # a line diff of the system prompts, baseline to candidate
     withheld: str = ""  # why the verdict is inconclusive whatever the interval; "" when the interval decides
     measured: Verdict = "inconclusive"  # the interval's own verdict, before anything withheld it
+    notes: tuple[str, ...] = ()  # what was made equal before comparing (both runs re-scored with one scorer)
+    floors: tuple[Floor | None, Floor | None] = (None, None)  # the best cheap strategy beside each run
 
     @property
     def n(self) -> int:
@@ -116,22 +140,32 @@ class Comparison:
 
 
 def compare(
-    base: RunScores, cand: RunScores, *, margin: float = 0.0, show: int = 5, accept_mixed: bool = False
+    base: RunScores,
+    cand: RunScores,
+    *,
+    margin: float = 0.0,
+    show: int = 5,
+    accept_mixed: bool = False,
+    notes: Sequence[str] = (),
 ) -> Comparison:
     """Pair two runs of one task by case id, average repeats within a case, and decide.
 
-    The verdict is the interval's unless the runs cannot credit the change
-    (`differences.withheld`: more than one of prompt, model and options differ, unless
-    `accept_mixed`; or a prompt change measured on the stub), then it is inconclusive.
+    The verdict is the interval's (at `VERDICT_LEVEL`, with the tail guard) unless the
+    runs cannot credit the change (`differences.withheld`: more than one of prompt, model
+    and options differ, unless `accept_mixed`; a prompt change measured on the stub; runs
+    scored by different scorers), then it is inconclusive. `notes` say what the caller
+    made equal first (both runs re-scored with one scorer), or why it could not.
     """
     if not margin >= 0 or show < 0:
         raise ComparisonError(f"margin and show must be >= 0, got margin {margin}, show {show}")
     shared = _shared_cases(base, cand)
     b = [_case_mean(base, case) for case in shared]
     c = [_case_mean(cand, case) for case in shared]
-    result = paired(b, c, margin=margin)
-    changed = what_changed(base.provenance, cand.provenance, base.prompts, cand.prompts)
-    why, confounded = withheld(changed, base.provenance, cand.provenance, accept_mixed=accept_mixed)
+    result = paired(b, c, margin=margin, level=VERDICT_LEVEL)
+    changed = what_changed(
+        base.provenance, cand.provenance, base.prompts, cand.prompts, (base.requests, cand.requests), shared
+    )
+    why, confounded = withheld(changed, base.provenance, cand.provenance, accept_mixed=accept_mixed, notes=notes)
     changes = [
         CaseChange(case, _family(base, cand, case), x, y, base.answers.get(case, ""), cand.answers.get(case, ""))
         for case, x, y in zip(shared, b, c, strict=True)
@@ -150,7 +184,7 @@ def compare(
         improved=tuple(sorted((x for x in changes if x.delta > 0), key=lambda x: (-x.delta, x.case_id))),
         unchanged=tuple(case for case, x, y in zip(shared, b, c, strict=True) if abs(y - x) <= 1e-12),
         families=_families(base, cand, shared, b, c),
-        detectable=detectable_from(b, c, margin=margin),
+        detectable=detectable_from(b, c, margin=margin, alpha=MEAN_ALPHA),
         what_changed=changed.changes,
         only_base=tuple(sorted(set(base.samples) - set(cand.samples))),
         only_cand=tuple(sorted(set(cand.samples) - set(base.samples))),
@@ -160,6 +194,8 @@ def compare(
         prompt_diff=changed.prompt_diff,
         withheld=why,
         measured=verdict(result, margin),
+        notes=tuple(notes),
+        floors=(base.floor, cand.floor),
     )
 
 
@@ -214,8 +250,9 @@ def compare_all(
     *,
     margin: float = 0.0,
     show: int = 5,
-    alpha: float = 1 - LEVEL,
+    alpha: float = MEAN_ALPHA,
     accept_mixed: bool = False,
+    notes: Sequence[Sequence[str]] = (),
 ) -> tuple[Comparison, ...]:
     """Compare several (baseline, candidate) pairs, one verdict each, under Holm's correction.
 
@@ -223,14 +260,21 @@ def compare_all(
     Holm step, ordered and stopped by each decision's p against the margin), so at most
     `alpha` of such families hold any wrong ship or regress, and each printed interval
     agrees with its verdict and with its Holm-adjusted p (`holm_p`): decisive exactly
-    when `holm_p` < alpha. Per-family rows stay at 95%: they describe, they do not decide.
+    when `holm_p` < alpha. Each tail guard is held at TAIL_ALPHA / k (Bonferroni), so the
+    family's error budget is the single verdict's. Per-family rows stay at 95%: they
+    describe, they do not decide. `notes[i]` are pair i's, as `compare`'s.
     """
-    comparisons = [compare(b, c, margin=margin, show=show, accept_mixed=accept_mixed) for b, c in pairs]
+    said = list(notes) or [()] * len(pairs)
+    comparisons = [
+        compare(b, c, margin=margin, show=show, accept_mixed=accept_mixed, notes=n)
+        for (b, c), n in zip(pairs, said, strict=True)
+    ]
     pvalues = [x.paired.p_value for x in comparisons]
     levels, adjusted = holm_levels(pvalues, alpha), holm(pvalues)
     out = []
     for x, level, p in zip(comparisons, levels, adjusted, strict=True):
         at = x.paired.at_level(level)
+        at = replace(at, tail=replace(at.tail, alpha=TAIL_ALPHA / len(comparisons)))
         measured = verdict(at, margin)
         decided = "inconclusive" if x.withheld else measured
         out.append(replace(x, paired=at, verdict=decided, measured=measured, holm_p=p, family_size=len(comparisons)))

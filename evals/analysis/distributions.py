@@ -3,7 +3,7 @@
 Importing scipy costs a fresh `compare` two to eight times what importing numpy does,
 so the paired comparison (the adjusted Wald interval and its one-sided p-values), the
 Wilson interval and the detectable difference use these instead. They
-agree with scipy's to about 1e-12 (tests/test_distributions.py checks them against
+agree with scipy's to about 1e-12 (tests/analysis/test_distributions.py checks them against
 scipy); scipy is still imported, when needed, for the bootstrap and the permutation test.
 """
 

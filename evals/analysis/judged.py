@@ -5,7 +5,7 @@ as for the rule score) with its interval: Wilson when each case has one sample, 
 seeded bootstrap otherwise. `kappa` is Cohen's kappa of two pass/fail gradings;
 `kappa_interval` its seeded BCa bootstrap over entries (scipy; the percentile interval
 where BCa is undefined, as when every grade is equal), whose coverage
-tests/test_judge_stats.py checks by simulation against a known population kappa: about
+tests/analysis/test_judged.py checks by simulation against a known population kappa: about
 95% at n=60 (kappa 0.66 and 0.8), 92-93% at n=30 and at n=120 with kappa 0.5, where the
 plain percentile interval covered 91-93%.
 """

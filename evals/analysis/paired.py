@@ -22,13 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from evals.analysis import distributions as dist
 from evals.analysis.stats import LEVEL, Estimate, Floats, Interval, Verdict, array_of, decimals_for
+from evals.analysis.tail import LARGE, NO_TAIL, TAIL_ALPHA, Tail, tail_of, tail_p_batch
 
 __all__ = [
+    "MEAN_ALPHA",
     "TEST",
+    "VERDICT_LEVEL",
     "Paired",
     "PairedBatch",
     "aligned",
@@ -37,11 +40,14 @@ __all__ = [
     "holm_levels",
     "paired",
     "paired_batch",
+    "ships_batch",
     "verdict",
     "verdict_decimals",
 ]
 
 TEST = "adjusted Wald t, the interval's own test"
+MEAN_ALPHA = (1 - LEVEL) - TAIL_ALPHA  # the mean test's share of the verdict's error budget
+VERDICT_LEVEL = 1 - MEAN_ALPHA  # the level of the interval that decides (97.5%)
 
 
 SCIPY_FROM = 64  # above this many values at once (simulations), scipy's vectorised t is faster to import and use
@@ -109,6 +115,15 @@ def paired_batch(diffs: ArrayLike) -> PairedBatch:
     return PairedBatch(d.mean(axis=-1), centre, se, np.full(d.shape[:-1], max(n - 1, 1), dtype=np.float64))
 
 
+def ships_batch(diffs: ArrayLike, margin: float = 0.0) -> NDArray[np.bool_]:
+    """The verdict's ship rule for each row of a (comparisons x cases) array of differences, vectorised for
+    simulations: the interval at VERDICT_LEVEL above `margin`, and no excess of large regressions."""
+    d = np.atleast_2d(np.asarray(diffs, dtype=np.float64))
+    low, _ = paired_batch(d).bounds(VERDICT_LEVEL)
+    losses, gains = (d <= -LARGE + 1e-12).sum(axis=-1), (d >= LARGE - 1e-12).sum(axis=-1)
+    return np.asarray((low > margin) & ~(tail_p_batch(losses, gains) < TAIL_ALPHA), dtype=np.bool_)
+
+
 @dataclass(frozen=True)
 class Paired:
     """A paired comparison of per-case scores: candidate - baseline over the same cases, against a margin."""
@@ -123,6 +138,7 @@ class Paired:
     se: float
     df: int
     margin: float = 0.0
+    tail: Tail = NO_TAIL
 
     @property
     def n(self) -> int:
@@ -175,7 +191,7 @@ def paired(base: ArrayLike, cand: ArrayLike, *, level: float = LEVEL, margin: fl
     changed = d[np.abs(d) > 1e-12]
     return Paired(
         estimate, float(batch.pvalues(margin)[0]), TEST, int((changed > 0).sum()), int((changed < 0).sum()),
-        d.size - changed.size, float(batch.centre[0]), float(batch.se[0]), int(batch.df[0]), margin,
+        d.size - changed.size, float(batch.centre[0]), float(batch.se[0]), int(batch.df[0]), margin, tail_of(d),
     )  # fmt: skip
 
 
@@ -192,12 +208,14 @@ def difference(base: ArrayLike, cand: ArrayLike, level: float = LEVEL) -> Estima
 
 
 def verdict(result: Paired | Interval, margin: float = 0.0) -> Verdict:
-    """ship when the interval's lower bound is above `margin`, regress when its upper bound is below 0."""
+    """ship when the interval's lower bound is above `margin` (and, for a `Paired`, its tail guard finds no
+    excess of large regressions), regress when its upper bound is below 0."""
     if not margin >= 0:
         raise ValueError(f"the margin must be >= 0 (a gain required to ship), got {margin}")
     interval = result.interval if isinstance(result, Paired) else result
     if interval.low > margin:
-        return "ship"
+        blocked = isinstance(result, Paired) and result.tail.excess
+        return "inconclusive" if blocked else "ship"
     if interval.high < 0:
         return "regress"
     return "inconclusive"

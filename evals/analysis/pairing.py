@@ -19,7 +19,7 @@ from typing import Any
 
 from attest.errors import AttestError
 from attest.files import read_text_bounded
-from evals.analysis.comparison import Comparison, ComparisonError, RunScores, compare
+from evals.analysis.comparison import Comparison, ComparisonError, Floor, RunScores, compare
 from evals.analysis.paired import verdict_decimals
 from evals.corpus.paths import resolve_corpus
 from evals.store.models import Decision, Manifest, Prompts, Report
@@ -30,6 +30,9 @@ _MAX_CORPUS_BYTES = 5 << 20  # evals.corpus.read's cap (not imported: the corpus
 __all__ = ["UNKNOWN", "Run", "decide", "load_run", "pair", "recheck", "recheck_line", "scores_of"]
 
 UNKNOWN = "unknown"  # the family of a case the run's corpus file no longer holds
+# a backend's own server settings (the local backend's threads, slots, servers), recorded under this key of
+# its options: they are part of the model's identity, not sampling options, so they count as a model change
+SERVER = "server"
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,27 @@ def scores_of(run: Run, families: dict[str, dict[str, str]] | None = None) -> Ru
         memo[ref] = _families(resolve_corpus(ref))
     family = {case: memo[ref].get(case, UNKNOWN) for case in samples}
     m = run.manifest
-    return RunScores(m.task, m.run_id, samples, family, {}, dict(m.case_sha256), _provenance(m), run.prompts)
+    return RunScores(
+        m.task,
+        m.run_id,
+        samples,
+        family,
+        {},
+        dict(m.case_sha256),
+        _provenance(m),
+        run.prompts,
+        dict(m.request_sha256),
+        _floor(run.report),
+    )
+
+
+def _floor(report: Report) -> Floor | None:
+    """The best cheap strategy's mean on the run's cases, from its report's baselines (None when not annotated)."""
+    for row in report.uncertainty.get("baselines", []):
+        if isinstance(row, dict) and row.get("name") == "trivial":
+            low = row.get("difference", {}).get("low")
+            return Floor(float(row["mean"]), str(row.get("answer", "")), isinstance(low, int | float) and low > 0)
+    return None
 
 
 def _families(path: Path) -> dict[str, str]:
@@ -144,13 +167,15 @@ def _families(path: Path) -> dict[str, str]:
 def _provenance(m: Manifest) -> dict[str, object]:
     p = m.provenance
     commit = None if p.git_commit is None else p.git_commit + (" (dirty)" if p.git_dirty else "")
+    options = {k: v for k, v in m.options.items() if k != SERVER}
     judge = {"judge": _judge_text(m)} if m.judge is not None else {}  # a judge change shows, as a scorer change does
     return {
         **judge,
         "backend": m.backend,
         "model": m.model,
         "digest": m.digest,
-        "options": json.dumps(m.options, sort_keys=True),
+        "server": json.dumps(m.options[SERVER], sort_keys=True) if SERVER in m.options else None,
+        "options": json.dumps(options, sort_keys=True),
         "label": m.label,
         "repeat": m.repeat,
         "split": m.split,

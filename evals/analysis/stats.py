@@ -12,13 +12,13 @@ in [0, 1]: intervals built from the observed spread alone (percentile and BCa
 bootstraps, the plain t interval, Newcombe's hybrid score interval) collapse towards
 a point when few or no cases change, so at n = 16 a true difference carried by a
 rare, one-way change escapes them: the bootstraps covered it 62-90% of the time in
-the scenarios of tests/test_stats.py, Newcombe's 75% and the t interval as little as
+the scenarios of tests/analysis/test_stats.py, Newcombe's 75% and the t interval as little as
 4% in a sweep of random tables. The pseudo-differences keep the interval honest
 there. In that sweep (240 random joint distributions of 0/1, five-level and
 {0, .75, 1} scores, tilted towards rare one-way changes, at n = 16, 40, 100 and 300,
 2,000 draws each) its worst coverage was 93.5%, against Tango's score interval 93.2%,
 Bonett-Price with a normal quantile 92.5% and Agresti-Min (half a pseudo-count) 89%;
-`python -m tests.test_stats` prints its coverage in the scenarios the tests keep.
+`python -m tests.analysis.test_stats` prints its coverage in the scenarios the tests keep.
 It is closed form, so a 10,000-case comparison costs microseconds and a simulation
 computes thousands of intervals at once.
 """

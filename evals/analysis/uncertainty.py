@@ -26,6 +26,7 @@ import numpy as np
 
 from evals.analysis import paired, stats
 from evals.analysis.baselines import Baseline
+from evals.analysis.paired import MEAN_ALPHA
 from evals.analysis.power import Detectable, minimum_detectable_effect
 from evals.corpus.cases import Case
 from evals.engine.pipeline import CaseResult
@@ -123,8 +124,9 @@ def family_rows(
     return rows
 
 
-def detectable(model: Sequence[float], *, power: float = 0.8, alpha: float = 0.05) -> dict[str, Any]:
-    """The minimum paired difference detectable at `power` on this many cases, under the `ASSUMES` spread."""
+def detectable(model: Sequence[float], *, power: float = 0.8, alpha: float = MEAN_ALPHA) -> dict[str, Any]:
+    """The minimum paired difference detectable at `power` on this many cases, under the `ASSUMES` spread,
+    at the verdict's mean test level (`paired.MEAN_ALPHA`: `compare` decides at 97.5%)."""
     n = len(model)
     sd_cases = float(np.std(model, ddof=1)) if n > 1 else 0.0
     sd = math.sqrt(2.0) * sd_cases

@@ -136,8 +136,9 @@ def print_outcome(
         f"  candidate   {len(prompt.demos)} demos ({found.bootstrapped} tagged exactly right by the model): {demos}; "
         f"instructions {same}",
         f"  {args.split:<11} baseline {x.base.format()}  candidate {x.cand.format()}",
-        f"  difference  {x.paired.difference.format(signed=True)} (95% interval); p = {x.paired.p_value:.2g} "
-        f"({x.paired.test}); {x.paired.improved} cases better, {x.paired.regressed} worse",
+        f"  difference  {x.paired.difference.format(signed=True)} ({x.paired.interval.level:.1%} interval); "
+        f"p = {x.paired.p_value:.2g} ({x.paired.test}); {x.paired.improved} cases better, {x.paired.regressed} worse",
+        f"  tail        {x.paired.tail.format()}",
         f"  verdict     {verdict.upper()} against a margin of {outcome.decision.margin:g}"
         + ("" if verdict == "ship" else ": the candidate is not accepted"),
         f"  runs        baseline {outcome.baseline_run.run_id}, candidate {outcome.candidate_run.run_id}",

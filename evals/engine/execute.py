@@ -206,6 +206,9 @@ def _manifest(spec: RunSpec, run_id: str, identity: Identity, planned: Sequence[
         ),
         samples=[SampleRef(case=p.case.id, sample=p.sample, key=p.key) for p in planned],
         case_sha256={c.id: provenance.case_sha256(c) for c in spec.cases},
+        request_sha256={
+            p.case.id: provenance.prompt_fingerprint([(p.messages, schema)]) for p in planned if p.sample == 0
+        },
     )
 
 

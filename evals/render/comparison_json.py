@@ -64,6 +64,18 @@ def to_json(x: Comparison) -> dict[str, Any]:
             "confounded": list(x.confounded),
             "exit_code": EXIT_CODES[x.verdict],
             "holm": None if x.holm_p is None else {"adjusted_p": x.holm_p, "comparisons": x.family_size},
+            "tail": {
+                "large_losses": p.tail.losses,
+                "large_gains": p.tail.gains,
+                "p": p.tail.p,
+                "alpha": p.tail.alpha,
+                "excess": p.tail.excess,
+                "test": "exact one-sided binomial: large losses against large gains (each >= half the scale)",
+            },
+            "made_equal": list(x.notes),
+            "floor": [
+                None if f is None else {"mean": f.mean, "answer": f.answer, "beaten": f.beaten} for f in x.floors
+            ],
             "counts": {"improved": p.improved, "regressed": p.regressed, "unchanged": p.unchanged},
             "regressed": [_change_json(c) for c in x.regressed],
             "improved": [_change_json(c) for c in x.improved],

@@ -15,17 +15,21 @@ from evals.render.comparison_words import (
     cut,
     difference,
     differs_head,
+    floor_text,
     holm_note,
     key_words,
     only,
+    p_text,
     pct,
     reason,
     score,
     side_by_side,
+    tail_text,
     value_text,
 )
+from evals.store.records import RunError
 
-__all__ = ["MARKDOWN_LIMIT", "to_markdown"]
+__all__ = ["MARKDOWN_LIMIT", "append_summary", "to_markdown"]
 
 MARKDOWN_LIMIT = 60_000  # a PR comment's size; GitHub refuses 65,536 and more
 FOLD = 8  # more changed cases than this fold into <details>
@@ -92,11 +96,13 @@ def _markdown_one(x: Comparison, budget: int) -> str:
         f"| baseline | {x.base.format()} |\n| candidate | {x.cand.format()} |",
         f"| difference | {difference(x)} ({pct(p.interval.level)}) |",
         "",
-        f"{reason(x).capitalize()}. p = {p.p_value:.2g} ({p.test}); margin {x.margin:g}. "
+        f"{reason(x).capitalize()}. {p_text(x)}; margin {x.margin:g}. Tail guard: {tail_text(x)}. "
         f"{p.improved} improved, {p.regressed} regressed, {p.unchanged} unchanged over {x.n} paired cases"
         + (f" (not compared: {only(x)})." if x.only_base or x.only_cand else "."),
     ]
     parts += [f"{note}." for note in (holm_note(x), advice(x).capitalize()) if note]
+    if floor_text(x):
+        parts.append(f"Floor (the best cheap strategy): {_cell(floor_text(x), None)}.")
     parts.append(f"Minimum detectable effect: {x.detectable.format()}.")
     if x.regressed:
         parts.append(_case_list("Regressed", x.regressed, listed))
@@ -110,6 +116,7 @@ def _markdown_one(x: Comparison, budget: int) -> str:
 def _differs(x: Comparison, rows: int, budget: int) -> list[str]:
     """The opening: every recorded difference (values whole up to `VALUE_MD`, cut between words), the prompt diff."""
     lines = [f"**What differs:** {differs_head(x)}", ""]
+    lines += [f"**Made equal:** {_cell(note, None)}\n" for note in x.notes]
     if x.what_changed:
         lines += ["| | baseline | candidate |", "|---|---|---|"]
         lines += [
@@ -167,3 +174,14 @@ def _markdown_answers(x: Comparison, room: int) -> str:
     left = len(shown) - len(blocks)
     note = f"\n{left} more not shown: the comment would pass {MARKDOWN_LIMIT:,} characters.\n" if left else ""
     return head + "".join(blocks) + note + tail if blocks or note else ""
+
+
+def append_summary(text: str, target: str) -> None:
+    """Append a markdown comparison to `target` (a step summary gathers every step's; never overwritten)."""
+    try:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(printable(text, multiline=True) + "\n\n")
+    except OSError as exc:
+        raise RunError(
+            f"--summary {target}: cannot append to it ({exc.strerror or exc}); give a writable file"
+        ) from None

@@ -11,13 +11,16 @@ from evals.render.comparison_words import (
     cut,
     difference,
     differs_head,
+    floor_text,
     holm_note,
     ids,
     only,
+    p_text,
     pct,
     reason,
     score,
     side_by_side,
+    tail_text,
 )
 
 __all__ = ["to_text"]
@@ -32,7 +35,9 @@ def to_text(x: Comparison) -> str:
     lines += [
         f"baseline    {x.base.format()}",
         f"candidate   {x.cand.format()}",
-        f"difference  {difference(x)}  ({pct(p.interval.level)} interval); p = {p.p_value:.2g} ({p.test})",
+        *([f"floor       {floor_text(x)}"] if floor_text(x) else []),
+        f"difference  {difference(x)}  ({pct(p.interval.level)} interval); {p_text(x)}",
+        f"tail        {tail_text(x)}",
         f"verdict     {x.verdict.upper()}: {reason(x)}",
     ]
     lines += [f"            {note}" for note in (holm_note(x), advice(x)) if note]
@@ -60,6 +65,7 @@ def _differs(x: Comparison) -> list[str]:
     """The opening: every recorded difference in full, then the system prompts' line diff."""
     lines = [f"differs     {differs_head(x)}"]
     lines += [f"  {change_text(c)}" for c in x.what_changed]
+    lines += [f"made equal  {note}" for note in x.notes]
     if x.prompt_diff:
         lines.append("  system prompts, line by line:")
         lines += [f"    {line}" for line in x.prompt_diff]

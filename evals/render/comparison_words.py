@@ -48,7 +48,14 @@ def reason(x: Comparison) -> str:
         alone = "" if x.measured == "inconclusive" else f" (the interval alone would say {x.measured})"
         return x.withheld + alone
     if x.verdict == "ship":
-        return f"the whole interval is above the margin {x.margin:g}"
+        return f"the whole interval is above the margin {x.margin:g} and no excess of large regressions"
+    if low > x.margin and x.paired.tail.excess:
+        t = x.paired.tail
+        return (
+            f"the whole interval is above the margin {x.margin:g}, but {t.losses} case(s) fell by at least half "
+            f"the scale against {t.gains} that rose as much (p = {t.p:.2g} < {t.alpha:.3g}): an excess of large "
+            "regressions blocks ship"
+        )
     if x.verdict == "regress":
         return "the whole interval is below 0"
     if low > 0:
@@ -85,6 +92,20 @@ def holm_note(x: Comparison) -> str:
     return f"Holm over {x.family_size} comparisons: interval at {level}, adjusted p = {x.holm_p:.2g}"
 
 
+def p_text(x: Comparison) -> str:
+    """The p beside the difference: the decision's own, and under Holm the adjusted one beside the Holm-level
+    interval it agrees with."""
+    p = x.paired
+    if x.holm_p is not None:
+        return f"Holm-adjusted p = {x.holm_p:.2g} over {x.family_size} (unadjusted {p.p_value:.2g}; {p.test})"
+    return f"p = {p.p_value:.2g} ({p.test})"
+
+
+def tail_text(x: Comparison) -> str:
+    """The tail guard beside the verdict: its counts, its exact binomial p and the level it blocks ship at."""
+    return x.paired.tail.format()
+
+
 def ids(changes: Sequence[CaseChange], limit: int, quote: str = "") -> str:
     shown = [f"{quote}{cut(c.case_id, 60)}{quote} ({score(c.base)} -> {score(c.cand)})" for c in changes[:limit]]
     more = f", and {len(changes) - limit} more" if len(changes) > limit else ""
@@ -114,10 +135,30 @@ def value_text(value: object) -> str:
 def differs_head(x: Comparison) -> str:
     """The opening's first words: what kinds of change differ, and whether that confounds the pair."""
     if not x.what_changed:
-        return "nothing recorded differs between the runs"
+        return (
+            "nothing else recorded differs (made equal below)"
+            if x.notes
+            else "nothing recorded differs between the runs"
+        )
     if x.confounded:
         accepted = ", accepted with --accept-mixed" if not x.withheld else ""
         return f"confounded: {', '.join(x.confounded)} differ{accepted}"
     if x.kinds:
         return f"the {x.kinds[0]} only (of prompt, model, options), {len(x.what_changed)} recorded value(s)"
     return f"neither prompt, model nor options; {len(x.what_changed)} recorded value(s)"
+
+
+NOT_BEATEN = "does not beat the best cheap strategy"
+
+
+def floor_text(x: Comparison) -> str:
+    """The best cheap strategy beside both runs (each on its own cases), naming a run that does not beat it."""
+    base, cand = x.floors
+    if base is None and cand is None:
+        return ""
+    shown = [f"{f.mean:.2f} beside the {who}" for f, who in ((base, "baseline"), (cand, "candidate")) if f is not None]
+    losers = [who for f, who in ((base, "baseline"), (cand, "candidate")) if f is not None and not f.beaten]
+    said = f"; the {' and the '.join(losers)} {NOT_BEATEN}" if losers else ""
+    either = cand if cand is not None else base
+    answer = either.answer if either is not None else ""
+    return f"{', '.join(shown)} ({cut(answer, SHORT)}){said}"

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field, replace
 
 from evals.analysis.comparison import Comparison
 from evals.render import plots
-from evals.render.comparison_words import advice, holm_note, key_words, pct, reason, value_text
+from evals.render.comparison_words import (
+    advice,
+    floor_text,
+    holm_note,
+    key_words,
+    pct,
+    reason,
+    tail_text,
+    value_text,
+)
 from evals.render.page_run import short_hash
 
 __all__ = ["ComparePage", "PairRow", "compare_page_data", "diff_lines", "word_diff"]
@@ -100,7 +109,7 @@ def compare_page_data(
     page = ComparePage(
         x=x,
         reason=reason(x),
-        notes=[n for n in (holm_note(x), advice(x)) if n],
+        notes=[n for n in (holm_note(x), f"tail guard: {tail_text(x)}", *x.notes, _floor_note(x), advice(x)) if n],
         rows=rows,
         families=sorted({r.family for r in rows}),
         changed=[
@@ -112,6 +121,10 @@ def compare_page_data(
     )
     page.plots = _plots(x)
     return page
+
+
+def _floor_note(x: Comparison) -> str:
+    return f"floor (the best cheap strategy): {floor_text(x)}" if floor_text(x) else ""
 
 
 def _pair(

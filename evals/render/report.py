@@ -21,7 +21,7 @@ from evals.render.judge_status import judge_line
 from evals.store.protocols import Runs
 from evals.store.records import write_atomic
 
-__all__ = ["print_report", "write_run_page"]
+__all__ = ["not_beaten", "print_report", "write_run_page"]
 
 FLAKY_SHOWN = 10
 
@@ -136,6 +136,8 @@ def _uncertainty_lines(block: dict[str, Any]) -> list[str]:
         diff = b["difference"]["text"].rsplit(" n=", 1)[0]
         lines.append(f"  {b['name']:<15} {b['text']}   model - {b['name']} {diff}")
         lines.append(f"  {'':<15} {printable(b['answer'])}")
+        if not_beaten(b):
+            lines.append(f"  {'':<15} the model does not beat the best cheap strategy (model - trivial is not above 0)")
     d = block["detectable"]
     lines.append(f"  detectable      {d['text']}: the smallest true difference that `compare` on these")
     lines.append(
@@ -145,6 +147,11 @@ def _uncertainty_lines(block: dict[str, Any]) -> list[str]:
     if "repeats" in block:
         lines.extend(_repeat_lines(block["repeats"]))
     return lines
+
+
+def not_beaten(row: Mapping[str, Any]) -> bool:
+    """Whether a baseline row is the trivial floor and the model's paired difference from it is not above 0."""
+    return row.get("name") == "trivial" and not row.get("difference", {}).get("low", 0.0) > 0
 
 
 def _family_lines(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> list[str]:

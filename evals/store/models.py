@@ -200,6 +200,7 @@ class Manifest(Record, frozen=True, kw_only=True):
     provenance: Provenance
     samples: list[SampleRef]
     case_sha256: dict[_Name, _Sha] = {}  # inputs and label of each case, for pairing runs
+    request_sha256: dict[_Name, _Sha] = {}  # each case's rendered request (sample 0); {} in older runs
     generate_seconds: Annotated[float, Meta(ge=0.0)] | None = None
     label: _Name = ""  # free text: "baseline", "candidate", ...
     limit: Annotated[int, Meta(ge=1)] | None = None  # --limit N: a stratified subset of the split, not all of it

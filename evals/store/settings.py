@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from attest.config import checked
+from attest.config import checked, refusal, shown_value
 from attest.errors import ConfigError
 from evals.store.local.cache_db import CacheError
 
@@ -64,9 +64,17 @@ def _directory_or_missing(path: Path) -> Path:
         mode = path.stat().st_mode
     except FileNotFoundError:
         return path
+    except OSError as exc:  # a path holds no secret: name it, with the system's words
+        raise ConfigError(f"{CACHE_SETTING} {_shown(path)} cannot be used ({refusal(exc)}): {CACHE_VALID}") from None
     if not stat.S_ISDIR(mode):
-        raise ConfigError(f"{CACHE_SETTING} {path} is not a directory: {CACHE_VALID}")
+        raise ConfigError(f"{CACHE_SETTING} {_shown(path)} is not a directory: {CACHE_VALID}")
     return path
+
+
+def _shown(path: Path) -> str:
+    """A cache path as a message names it: as given when printable and of sane length, else escaped and cut."""
+    text = str(path)
+    return text if text.isprintable() and len(text) <= 240 else shown_value(text)
 
 
 def resolve_store_retry(arg: float | None) -> float:

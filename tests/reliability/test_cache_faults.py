@@ -225,8 +225,8 @@ def test_a_cache_path_that_cannot_be_created_is_one_clear_line(
     code, lines = _run(cache_dir, corpus, capsys)
     _TOTALS["tried"] += 1
     assert code == 1 and len(lines) == 1, lines
-    assert lines[0].startswith(f"reaction eval: error: cannot open the cache in {cache_dir} (")
-    assert lines[0].endswith("give a writable directory with --cache-dir or ATTEST_CACHE_DIR")
+    assert lines[0].startswith(f"reaction eval: error: --cache-dir/ATTEST_CACHE_DIR {cache_dir} ")
+    assert lines[0].endswith("give a directory (made if missing), e.g. --cache-dir cache")
     assert server.count == 0
     _TOTALS["survived"] += 1
 

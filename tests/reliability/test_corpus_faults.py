@@ -1,7 +1,7 @@
 """Malformed corpus files: each gives exactly one problem line, exit 1, never a traceback.
 
 Every fault breaks one corpus file of an otherwise valid set (built in tmp_path by
-tests/test_corpus_check.py's base) and goes through both ``read_cases`` and
+tests/corpus/test_corpus_check.py's base) and goes through both ``read_cases`` and
 ``corpus_check.main``.
 """
 
@@ -20,7 +20,7 @@ from attest.errors import run_reporting_errors
 from evals.corpus.cases import ExplanationCase, ReactionCase, TaggingCase
 from evals.corpus.read import CorpusError, read_cases
 from evals.corpus_check import main
-from tests.test_corpus_check import base_corpora, problem_lines, write_corpora
+from tests.corpus.test_corpus_check import base_corpora, problem_lines, write_corpora
 
 Cases = list[Any]
 Fault = Callable[[Path, Cases], object]

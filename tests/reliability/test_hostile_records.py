@@ -17,7 +17,7 @@ import pytest
 from attest.cli import main as attest_main
 from attest.files import FileReadError, read_bounded
 from evals import compare, reaction_eval, rescore, runs, tagging_eval
-from tests.test_runs_cli import cli, eval_run, one_line_error, rescore_cli
+from tests.cli.test_runs import cli, eval_run, one_line_error, rescore_cli
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,7 +26,7 @@ from evals.engine.execute import IN_PROCESS, RunSpec, execute
 from evals.store import refs
 from evals.store.models import Manifest
 from evals.store.records import DirStore
-from tests.test_runs_cli import cli
+from tests.cli.test_runs import cli
 
 pytestmark = pytest.mark.timeout(120)
 REPO = Path(__file__).resolve().parents[2]

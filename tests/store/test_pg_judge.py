@@ -16,9 +16,9 @@ from evals import compare, explanation_eval, judge_check
 from evals.cli import runner
 from evals.store.open import open_store
 from evals.store.validation import VALIDATION_PREFIX, Validation
+from tests.cli.test_compare_judged import corpus  # noqa: F401  (the fixture: today's judgement corpus in tmp_path)
+from tests.cli.test_judge_check import write_corpus
 from tests.judge_server import FakeJudge
-from tests.test_judge_check import write_corpus
-from tests.test_judged_compare import corpus  # noqa: F401  (the fixture: today's judgement corpus in tmp_path)
 
 pytestmark = pytest.mark.postgres
 

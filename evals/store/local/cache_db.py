@@ -13,7 +13,7 @@ A shared cache is a stated use, so `responses/cache.db` is untrusted input:
 diskcache is pinned (`diskcache==5.6.3` in pyproject.toml) because `select_rows`,
 `drop_file_rows` and `delete_leases` query its `Cache` table through `Cache._sql`,
 which is private: one query per 500 keys is twice as fast as a `get` per key for the
-score stage's 10,000 reads. tests/test_cache_pinned.py exercises that use.
+score stage's 10,000 reads. tests/store/test_local_cache_pinned.py exercises that use.
 """
 
 from __future__ import annotations
