@@ -1,4 +1,5 @@
-"""Run references and liveness against a real store: `TASK@latest` in one statement, and a stale run after pull."""
+"""Against a real store: `TASK@latest` in one statement, a stale run after pull, batched answer writes, and a
+thread connecting while the store restarts."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import psycopg
 import pytest
 
 from evals.store.open import open_store
+from tests.store.conftest import Pg
 from tests.store.test_pg_store import _five_runs
 
 pytestmark = pytest.mark.postgres
@@ -98,3 +100,25 @@ def test_a_cold_sample_costs_well_under_one_statement_answers_written_in_batches
         store.close()
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM attest.answers").fetchone() == (60,)
+
+
+def test_a_threads_first_statement_while_the_store_restarts_waits_for_it(
+    pg: Pg, pg_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+    import time
+
+    store = open_store(pg.url(pg_db), tmp_path)
+    found: list[object] = []
+    try:
+        pg.stop()  # the answer writer's (or a request thread's) connection is opened during the outage
+        thread = threading.Thread(target=lambda: found.append(store.answers.get_many(["a" * 64])))
+        thread.start()
+        time.sleep(1.0)
+        pg.start()
+        thread.join(timeout=60)
+        said = [line for line in capsys.readouterr().err.splitlines() if line]
+        assert found == [{"a" * 64: None}], said
+        assert len(said) == 1 and "reconnecting for up to 60 s" in said[0] and pg_db in said[0], said
+    finally:
+        store.close()
