@@ -29,12 +29,9 @@ from attest.backends.settings import Settings
 from attest.backends.types import Backend
 from attest.errors import AttestError, run_main
 from attest.options import (
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT_S,
     OneLineErrorParser,
+    add_transport_options,
     at_least,
-    attempts,
-    positive_seconds,
 )
 from attest.text import printable
 from evals import tasks
@@ -89,25 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--concurrency", type=at_least(1), default=1, help="judge calls in flight (default 1)")
     parser.add_argument("--cache-dir", help="cache and run directory (env ATTEST_CACHE_DIR; default cache/)")
     add_store_arguments(parser)
-    _add_transport_options(parser)
+    add_transport_options(parser)  # the judge is named by the --judge-* options
     add_judge_options(parser, what="the judge's backend (env ATTEST_JUDGE_BACKEND)")
     return parser
-
-
-def _add_transport_options(parser: argparse.ArgumentParser) -> None:
-    """--retries and --timeout as every entry point has them (the judge is named by the --judge-* options)."""
-    parser.add_argument(
-        "--retries",
-        type=attempts,
-        default=DEFAULT_RETRIES,
-        help=f"attempts per request on transport faults, at least 1 (default {DEFAULT_RETRIES})",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=DEFAULT_TIMEOUT_S,
-        help=f"seconds to wait for one whole answer, more than 0 (default {DEFAULT_TIMEOUT_S:g})",
-    )
 
 
 def _run(args: argparse.Namespace, backend_factory: BackendFactory) -> int:

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "OneLineErrorParser",
     "add_backend_options",
+    "add_transport_options",
     "at_least",
     "attempts",
     "positive_seconds",
@@ -82,6 +83,11 @@ def add_backend_options(parser: argparse.ArgumentParser, *, default_backend: str
         help=f"model backend (env ATTEST_BACKEND; default {default_backend})",
     )
     parser.add_argument("--model", help="model name (env ATTEST_MODEL; Ollama default gemma4:e2b)")
+    add_transport_options(parser)
+
+
+def add_transport_options(parser: argparse.ArgumentParser) -> None:
+    """--retries and --timeout: how hard to try one request (every entry point that calls a model has them)."""
     parser.add_argument(
         "--retries",
         type=attempts,
