@@ -20,11 +20,16 @@ min(REPEATS, 2) times (stated in the notes).
 
 (d)-(f), the store across a network (a loopback proxy adding 0, 10 or 40 ms per round
 trip: N workers on one job, `runs list` of 40 and 1,000 runs, `pull` of 100k answers), are
-benchmarks/_store_network.py; ATTEST_BENCH_STORE=network runs them alone.
+benchmarks/_store_network.py.
+
+`python -m benchmarks.bench_store` runs everything; `--only network` runs (d)-(f) alone and
+`--only local` (a)-(c) alone. `--smoke` shrinks the network section to a few samples to check
+that it runs (its figures mean nothing).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -34,7 +39,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -192,20 +197,38 @@ def _lookups(socket_dir: str, root: Path) -> dict[str, list[float]]:
     return out
 
 
-def run() -> list[Row]:
+def run(argv: Sequence[str] = ()) -> list[Row]:
+    options = _options(argv)
+    if options.smoke:
+        _store_network.shrink_for_smoke()
+    local, network = options.only in ("all", "local"), options.only in ("all", "network")
     found: dict[str, Any] = {"calls": {}, "times": {}, "spans": {}, "split": {}, "teammate": [], "teammate_calls": []}
-    only_network = os.environ.get("ATTEST_BENCH_STORE") == "network"  # (d)-(f) alone, when trying them out
+    rows: list[Row] = []
     with _postgres() as (root, socket_dir):
-        corpus = _corpus(root)
-        for i in range(0 if only_network else RUNS):
-            for n in rotated(LEVELS, i):
-                _measure(socket_dir, root, corpus, i, n, found)
-        lookups = {} if only_network else _lookups(socket_dir, root)
-        small = _corpus(root, _store_network.CASES)
-        network = _store_network.rows(socket_dir, lambda name: _database(socket_dir, name), root, _fake_servers, small)
-    if only_network:
-        return network
-    return [_teammate_row(found), *(_workers_row(n, found) for n in LEVELS), *_lookup_rows(lookups), *network]
+        if local:
+            corpus = _corpus(root)
+            for i in range(RUNS):
+                for n in rotated(LEVELS, i):
+                    _measure(socket_dir, root, corpus, i, n, found)
+            lookups = _lookups(socket_dir, root)
+            rows += [_teammate_row(found), *(_workers_row(n, found) for n in LEVELS), *_lookup_rows(lookups)]
+        if network:
+            small = _corpus(root, _store_network.CASES)
+            database = lambda name: _database(socket_dir, name)  # noqa: E731
+            rows += _store_network.rows(socket_dir, database, root, _fake_servers, small)
+    return rows
+
+
+def _options(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_store", description="The team store's figures.")
+    parser.add_argument(
+        "--only",
+        choices=("all", "local", "network"),
+        default=os.environ.get("ATTEST_BENCH_STORE", "all"),
+        help="local: (a)-(c) on a unix socket; network: (d)-(f) behind the latency proxy (default: all)",
+    )
+    parser.add_argument("--smoke", action="store_true", help="the network section at a few samples (a smoke test)")
+    return parser.parse_args(list(argv))
 
 
 def _notes() -> list[str]:
@@ -277,4 +300,4 @@ def _lookup_rows(found: dict[str, list[float]]) -> list[Row]:
 
 
 if __name__ == "__main__":
-    print_rows(run())
+    print_rows(run(sys.argv[1:]))

@@ -129,12 +129,16 @@ class CachedChat:
 
     def ask_and_store(self, key: str, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> Entry:
         """Ask the model for a sample this process holds the claim of, and store the answer."""
+        stored = self.answer(messages, schema, sample)
+        self.cache.put(key, stored)
+        return stored
+
+    def answer(self, messages: Sequence[Message], schema: Mapping[str, Any], sample: int) -> Entry:
+        """Ask the model, and the answer as the entry to store (with this worker and server), not stored yet."""
         self.calls += 1
         response = self.ask(messages, schema, sample)
         who = {"worker": self.worker, "server": self.server}
-        stored = response if isinstance(response, Entry) else Entry.of(response, **who)
-        self.cache.put(key, stored)
-        return stored
+        return response if isinstance(response, Entry) else Entry.of(response, **who)
 
 
 def _backend_ask(backend: Backend) -> SampleChat:

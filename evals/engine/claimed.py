@@ -3,8 +3,9 @@
 Request threads pull samples from `Claims`, which claims the next few free samples of the
 job in one statement (ones other workers hold are skipped in the store, never visited one
 by one, so a worker's statements do not grow with the number of workers) and learns in
-the same statement which are answered already. A claimed sample is asked once and stored,
-and its claim settled (given back if the call failed). When every sample left is held by
+the same statement which are answered already. A claimed sample is asked once; its answer
+is written with others in one statement per batch (evals/engine/answer_buffer.py) and its
+claim then settled (given back at once if the call failed). When every sample left is held by
 live workers, it polls the same statement, backing off to half a second, for at most the
 lease wait without progress.
 """
@@ -17,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from evals.engine.answer_buffer import AnswerBuffer
 from evals.engine.bounded import run_bounded
 from evals.engine.chat import CachedChat
 from evals.store.local.cache import LeaseTimeout
@@ -55,19 +57,22 @@ def generate_claimed(
             settled(p.key, True)  # the same request twice in the job: stored once, read twice
         seen.add(p.key)
     claims = _Claims(store, unique, batch=2 * max(1, concurrency), settled=settled)
+    written = AnswerBuffer(store, settled)
 
     def one(item: _Sample | BaseException) -> None:
         if isinstance(item, BaseException):
             raise item
-        stored = False
         try:
-            chat.ask_and_store(item.key, item.messages, schema, item.sample)
-            stored = True
-        finally:
-            store.settle(item.key, stored=stored)
-        settled(item.key, False)
+            entry = chat.answer(item.messages, schema, item.sample)
+        except BaseException:
+            store.settle(item.key, stored=False)
+            raise
+        written.add(item.key, entry)  # settled once its batch is written
 
-    run_bounded(one, claims, concurrency)
+    try:
+        run_bounded(one, claims, concurrency)
+    finally:
+        written.close()  # every answer written before the run goes on (and leaves its job)
 
 
 class _Claims(Iterator["_Sample | BaseException"]):

@@ -42,6 +42,10 @@ class BatchClaims(Protocol):
 
     def settle(self, key: str, *, stored: bool) -> None: ...
 
+    def put_many(self, items: Sequence[tuple[str, Entry]]) -> int:
+        """Store many answers in one statement (sent again after a reconnect); how many were new."""
+        ...
+
 
 class Answers(Protocol):
     """Answers by key, and leases on keys; `where` names the store in messages (never a password)."""

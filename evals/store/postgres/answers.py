@@ -12,11 +12,10 @@ so PostgreSQL frees a dead worker's claims the instant its connections end, howe
 (SIGKILL too), and a partitioned worker's within ~20 s (keepalives and `tcp_user_timeout`,
 evals.store.postgres.connection). Claiming is one statement, `INSERT ... ON CONFLICT DO
 UPDATE ... WHERE <the holder is gone> RETURNING key`, which also skips a key whose answer
-exists: the claim and the re-read are one round trip, and a cold sample costs two (claim,
-store). Claiming needs INSERT and UPDATE on the table, so a read-only role can neither hold
-nor block a claim. Answers are inserted `ON CONFLICT DO NOTHING`: a model call made twice
-across a partition stores one answer. Each request thread has its own connection, so
-`--concurrency` overlaps round trips to a distant server instead of queueing on one."""
+exists: the claim and the re-read are one round trip for a batch of keys, and a batch's
+answers are stored in one statement (evals/engine/answer_buffer.py). Claiming needs INSERT
+and UPDATE on the table, so a read-only role can neither hold nor block a claim. Each request
+thread has its own connection, so `--concurrency` overlaps round trips instead of queueing."""
 
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ from evals.store.keys import ANSWER_BYTES, Entry, entry_from_text
 from evals.store.local.cache import LeaseTimeout
 from evals.store.local.cache_db import canonical_json
 from evals.store.postgres.connection import Link, StoreError, StoreReadOnly, describe, who
+from evals.store.postgres.relink import thread_link
 from evals.store.protocols import BatchClaims
 
 __all__ = ["PgAnswers", "lock_id"]
@@ -264,7 +264,7 @@ class PgAnswers:
         link: Link | None = getattr(self._local, "link", None)
         if link is None:
             base = self._link
-            link = Link(base.url, application_name=self.holder, retry_s=base.retry_s, notify=base.notify)
+            link = thread_link(base, self.holder)  # opened again while the store is away
             self._local.link = link
             with self._lock:
                 self._extra.append(link)
