@@ -28,7 +28,7 @@ COUNTS = range(1, 7)  # explanation: shared interest words needed before answeri
 THRESHOLDS = range(0, 9)  # reaction: shared content words needed for "read"
 
 
-def _item(case: TaggingCase | ExplanationCase | ReactionCase) -> set[str]:
+def _item(case: TaggingCase | ExplanationCase | ReactionCase) -> frozenset[str]:
     return content_words(f"{case.title} {case.summary}")
 
 
@@ -51,7 +51,7 @@ def _shared(case: ExplanationCase) -> list[str]:
     return _shared_words(case.interests, _item(case))
 
 
-def _shared_words(interests: str, item: set[str]) -> list[str]:
+def _shared_words(interests: str, item: frozenset[str]) -> list[str]:
     """The words of `interests` whose canonical form is among `item`'s content words, in order, each once."""
     seen: set[str] = set()
     out: list[str] = []
