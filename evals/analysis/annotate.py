@@ -20,13 +20,14 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evals.analysis import baselines
 from evals.analysis.degenerate import degenerate
 from evals.analysis.stub_texts import stub_texts
 from evals.engine.execute import RunOutcome
+from evals.engine.task import Strategy
 from evals.store.protocols import Runs
 from evals.store.records import RunError
 
@@ -53,28 +54,40 @@ def annotate(outcome: RunOutcome, store: Runs | None = None, *, stub: StubAnswer
     """
     if outcome.spec is None:
         return outcome
-    key = inputs_sha256(outcome, stub=stub)
+    stub = stub if stub is not None else stub_answers(outcome)
+    options = _strategies(outcome)
+    key = inputs_sha256(outcome, stub=stub, options=options)
     block = _reusable(store, outcome, key) if store is not None else None
     if block is None:
-        block = {**_compute(outcome), "inputs_sha256": key}
+        block = {**_compute(outcome, stub, options), "inputs_sha256": key}
     return dataclasses.replace(outcome, report=outcome.report.replace(uncertainty=block))
 
 
-def _compute(outcome: RunOutcome) -> dict[str, Any]:
+def _strategies(outcome: RunOutcome) -> list[Strategy[Any]]:
+    """The task's cheap strategies on the run's cases, fitted once for both the key and the block."""
+    spec = outcome.spec
+    return spec.task.strategies(spec.cases) if spec is not None and spec.cases else []
+
+
+def _compute(outcome: RunOutcome, stub: StubAnswers, options: Sequence[Strategy[Any]]) -> dict[str, Any]:
     from evals.analysis import uncertainty  # deferred: it imports scipy, which a reused block does not need
 
     spec = outcome.spec
     assert spec is not None
-    found = baselines.baselines(spec.task, spec.cases)
+    found = baselines.baselines(spec.task, spec.cases, stub_texts=stub, options=options)
     return uncertainty.block(spec.task, spec.cases, outcome.result.results, found, spec.repeat)
 
 
-def inputs_sha256(outcome: RunOutcome, *, stub: StubAnswers = None) -> str:
-    """sha256 of every input the uncertainty block is computed from, by value (see the module docstring)."""
+def inputs_sha256(
+    outcome: RunOutcome, *, stub: StubAnswers = None, options: Sequence[Strategy[Any]] | None = None
+) -> str:
+    """sha256 of every input the uncertainty block is computed from, by value (see the module docstring);
+    `stub` and `options` are the stub's answers and the fitted strategies if already computed."""
     spec = outcome.spec
     if spec is None:
         raise ValueError("an outcome without its RunSpec has no uncertainty inputs")
     stub = stub if stub is not None else stub_answers(outcome)
+    options = options if options is not None else _strategies(outcome)
     task, cases = spec.task, spec.cases
     inputs = {
         "block": BLOCK_VERSION,
@@ -87,7 +100,7 @@ def inputs_sha256(outcome: RunOutcome, *, stub: StubAnswers = None) -> str:
         "cases": [c.model_dump(mode="json", exclude={"note"}) for c in cases],
         "results": [[r.id, r.sample, r.score, r.details.get("verdict")] for r in outcome.result.results],
         "stub": stub,
-        "strategies": [[s.describe, [s.answer(c) for c in cases]] for s in task.strategies(cases)] if cases else [],
+        "strategies": [[s.describe, [s.answer(c) for c in cases]] for s in options],
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

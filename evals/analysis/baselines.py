@@ -15,11 +15,13 @@ these cases, so a model that does not beat it has learnt nothing the task asks f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from attest.backends.stub import StubBackend
+from attest.backends.types import ChatResponse, Message
 from evals.corpus.cases import Case
 from evals.engine.chat import unsampled
 from evals.engine.execute import evaluate
@@ -37,14 +39,24 @@ class Baseline:
     scores: dict[str, float]
 
 
-def stub(task: Task[Any], cases: Sequence[Case]) -> Baseline | None:
+def stub(task: Task[Any], cases: Sequence[Case], texts: Mapping[str, str] | None = None) -> Baseline | None:
     """The stub backend's score on `cases`: the production renderer, the task's scorer, in memory (None: the
-    task has no stub answerer)."""
+    task has no stub answerer). `texts` (case id -> the stub's answer, `stub_texts`) spares asking it again."""
     if task.stub_answer is None:
         return None
     backend = StubBackend(answer=task.stub_answer)
-    result = evaluate(task, unsampled(backend.chat_json), cases)
+    known = {_request(task.render(c)): texts[c.id] for c in cases if c.id in texts} if texts is not None else {}
+
+    def chat(messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
+        text = known.get(_request(messages))
+        return backend.chat_json(messages, schema) if text is None else ChatResponse(text, 0.0, None, None, "", "")
+
+    result = evaluate(task, unsampled(chat), cases)
     return Baseline("stub", f"the stub backend, {backend.model}: keyword overlap of reader and item", result.by_case())
+
+
+def _request(messages: Sequence[Message]) -> str:
+    return json.dumps(list(messages), sort_keys=True)
 
 
 def best_strategy(task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[Any]]) -> Baseline:
@@ -57,13 +69,23 @@ def best_strategy(task: Task[Any], cases: Sequence[Case], options: Sequence[Stra
     return Baseline("trivial", f"{best.describe}{also}", scores)
 
 
-def trivial(task: Task[Any], cases: Sequence[Case]) -> Baseline | None:
-    """The best cheap strategy's score on `cases`, or None when the task lists none."""
-    options = task.strategies(cases) if cases else []
+def trivial(
+    task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[Any]] | None = None
+) -> Baseline | None:
+    """The best cheap strategy's score on `cases`, or None when the task lists none; `options` is
+    `task.strategies(cases)` if already computed (fitting them scores every train case several times)."""
+    options = options if options is not None else (task.strategies(cases) if cases else [])
     return best_strategy(task, cases, options) if options else None
 
 
-def baselines(task: Task[Any], cases: Sequence[Case]) -> list[Baseline]:
-    """The stub's and the trivial baseline's scores on exactly `cases`."""
-    found = [stub(task, cases), trivial(task, cases)]
+def baselines(
+    task: Task[Any],
+    cases: Sequence[Case],
+    *,
+    stub_texts: Mapping[str, str] | None = None,
+    options: Sequence[Strategy[Any]] | None = None,
+) -> list[Baseline]:
+    """The stub's and the trivial baseline's scores on exactly `cases` (the stub's answers and the cheap
+    strategies passed in when the caller has them already)."""
+    found = [stub(task, cases, stub_texts), trivial(task, cases, options)]
     return [b for b in found if b is not None]

@@ -88,9 +88,10 @@ def _lower_words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
-def words(text: str) -> list[str]:
-    """The canonical words of `text`, in order."""
-    return [canonical(word) for word in _lower_words(text)]
+@functools.lru_cache(maxsize=1 << 14)
+def words(text: str) -> tuple[str, ...]:
+    """The canonical words of `text`, in order (cached: a scorer reads each case's texts once per sample)."""
+    return tuple(canonical(word) for word in _lower_words(text))
 
 
 def _says_something(word: str) -> bool:
@@ -145,8 +146,10 @@ def own_words(text: str, sources: Sequence[str], exempt: str, run: int = 3) -> l
     return [" ".join(stretch) for stretch in stretches if stretch]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def mentions(text: str, term: str) -> bool:
-    """Whether `text` names `term` as whole words, up to spelling variants, plural and hyphenation."""
+    """Whether `text` names `term` as whole words, up to spelling variants, plural and hyphenation (cached: the
+    scorers ask for each case's terms in each answer, and the cheap strategies' fits answer alike again)."""
     wanted = words(term)
     if not wanted:
         return False
@@ -178,7 +181,7 @@ def mentions_a_form(text: str, term: str) -> bool:
     return bool(wanted) and all(any(same_root(word, other) for other in have) for word in wanted)
 
 
-def _windows(items: list[str], longest: int) -> Iterable[list[str]]:
+def _windows(items: Sequence[str], longest: int) -> Iterable[Sequence[str]]:
     for start in range(len(items)):
         for end in range(start + 1, min(start + longest, len(items)) + 1):
             yield items[start:end]

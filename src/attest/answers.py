@@ -6,6 +6,8 @@ importing any backend, so scoring stays model-free by construction.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from typing import Any, TypeVar
 
@@ -29,7 +31,14 @@ class ModelOutputError(AttestError):
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema sent as the structured-output format for `model`."""
+    """The JSON schema sent as the structured-output format for `model` (a fresh copy: callers may change it)."""
+    return copy.deepcopy(_schema(model))
+
+
+@functools.lru_cache(maxsize=64)
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """Cached per model class: pydantic builds the schema afresh on every call (half a millisecond), and an
+    eval asks for its task's schema once per request and per scored answer."""
     return model.model_json_schema()
 
 

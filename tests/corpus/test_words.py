@@ -66,7 +66,7 @@ def test_mentions_rejects(text: str, term: str) -> None:
 
 
 def test_words_split_hyphens_dashes_and_slashes() -> None:
-    assert words("Chan\u2013Lam / Ni-catalysed \u2014 C\u2014H") == ["chan", "lam", "ni", "catalyzed", "c", "h"]
+    assert words("Chan\u2013Lam / Ni-catalysed \u2014 C\u2014H") == ("chan", "lam", "ni", "catalyzed", "c", "h")
 
 
 def test_both_spellings_of_a_word_share_one_canonical_form() -> None:
