@@ -69,9 +69,7 @@ def best_strategy(task: Task[Any], cases: Sequence[Case], options: Sequence[Stra
     return Baseline("trivial", f"{best.describe}{also}", scores)
 
 
-def trivial(
-    task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[Any]] | None = None
-) -> Baseline | None:
+def trivial(task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[Any]] | None = None) -> Baseline | None:
     """The best cheap strategy's score on `cases`, or None when the task lists none; `options` is
     `task.strategies(cases)` if already computed (fitting them scores every train case several times)."""
     options = options if options is not None else (task.strategies(cases) if cases else [])

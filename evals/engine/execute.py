@@ -33,8 +33,7 @@ from evals.engine.pipeline import (
     score_planned,
 )
 from evals.engine.task import Task
-from evals.store.keys import Identity
-from evals.store.local.cache_db import canonical_json
+from evals.store.keys import Identity, canonical_json
 from evals.store.models import Manifest, Prompts, Provenance, Report, RunProgress, SampleRef
 from evals.store.protocols import Runs
 from evals.store.records import MemoryStore, new_run_id

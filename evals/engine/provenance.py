@@ -22,7 +22,7 @@ from attest import __version__
 from attest.errors import AttestError
 from attest.files import read_bounded
 from evals.corpus import paths
-from evals.store.local.cache_db import canonical_json
+from evals.store.keys import canonical_json
 
 __all__ = [
     "case_sha256",

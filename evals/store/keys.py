@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from attest.backends.types import Backend, ChatResponse, Message
-from evals.store.local.cache_db import canonical_json
 
 __all__ = [
     "ANSWER_BYTES",
     "SEEDING",
     "Entry",
     "Identity",
+    "canonical_json",
     "entry_from_json",
     "entry_from_text",
     "request_key",
@@ -33,6 +33,12 @@ __all__ = [
     "samples_randomly",
     "this_worker",
 ]
+
+
+def canonical_json(value: object) -> str:
+    """JSON with sorted keys and no whitespace: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
 
 # What Entry's fields must hold; valid JSON of the right keys but other types is corrupt too.
 _ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {

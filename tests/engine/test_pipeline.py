@@ -25,9 +25,8 @@ from evals.cli import runner
 from evals.corpus.read import split_sha256
 from evals.engine.chat import CachedChat, unsampled
 from evals.engine.pipeline import GenerateStats, Planned, generate, plan, score_planned
-from evals.store.keys import Identity
+from evals.store.keys import Identity, canonical_json
 from evals.store.local.cache import ResponseCache
-from evals.store.local.cache_db import canonical_json
 from tests.fakes import RecordingChat, seed_stub
 
 MODULES: dict[str, ModuleType] = {"tagging": tagging_eval, "reaction": reaction_eval, "explanation": explanation_eval}
@@ -410,7 +409,7 @@ def test_only_sampling_requests_carry_the_seeding_rule_in_their_key() -> None:
     greedy = Identity("fake", "m", "d", {"temperature": 0.0, "seed": 1})
     sampling = Identity("fake", "m", "d", {"temperature": 0.8, "seed": 1})
     plain = {"backend": "fake", "model": "m", "digest": "d", "messages": messages, "schema": {}, "sample": 0}
-    from evals.store.local.cache_db import canonical_json
+    from evals.store.keys import canonical_json
 
     def sha(payload: dict[str, object]) -> str:
         import hashlib

@@ -30,6 +30,7 @@ from typing import Any
 import diskcache
 
 from attest.errors import AttestError
+from evals.store.keys import canonical_json
 
 __all__ = [
     "DB_ERRORS",
@@ -37,7 +38,6 @@ __all__ = [
     "CacheError",
     "JSONDisk",
     "SafeCache",
-    "canonical_json",
     "delete_leases",
     "drop_file_rows",
     "failure",
@@ -67,11 +67,6 @@ Row = tuple[int, str | None, Any]  # mode, filename, value: what JSONDisk.fetch 
 
 class CacheError(AttestError):
     """The cache directory cannot be used."""
-
-
-def canonical_json(value: object) -> str:
-    """JSON with sorted keys and no whitespace: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 class JSONDisk(diskcache.Disk):  # type: ignore[misc]

@@ -27,9 +27,8 @@ from dataclasses import asdict
 
 import psycopg
 
-from evals.store.keys import ANSWER_BYTES, Entry, entry_from_text
+from evals.store.keys import ANSWER_BYTES, Entry, canonical_json, entry_from_text
 from evals.store.local.cache import LeaseTimeout
-from evals.store.local.cache_db import canonical_json
 from evals.store.postgres.connection import Link, StoreError, StoreReadOnly, describe, who
 from evals.store.postgres.relink import thread_link
 from evals.store.protocols import BatchClaims
