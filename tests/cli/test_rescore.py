@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,6 +25,7 @@ from evals.cli import runner
 from evals.engine.pipeline import load_cases
 from evals.engine.task import Task
 from evals.store.local.cache_db import JSONDisk
+from tests.conftest import ATTEST_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS: dict[str, Task[Any]] = {t.name: t for t in tasks.all_tasks()}  # the registry's, not a copy
@@ -50,12 +54,23 @@ def _rescore(cache_dir: Path, *extra: str) -> int:
     return rescore.main(["--cache-dir", str(cache_dir), *extra])
 
 
+@pytest.fixture(scope="module")
+def _three_runs_made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One offline run of each task in one cache, made once for the module (task -> run id); each test gets
+    its own copy (`three_runs`), so what one test writes no other sees."""
+    cache_dir = tmp_path_factory.mktemp("three-runs")
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
+        for name in ATTEST_ENV:  # as the autouse _hermetic_env does for each test
+            mp.delenv(name, raising=False)
+        return {name: _generate(name, cache_dir).name for name in TASKS} | {"": str(cache_dir)}
+
+
 @pytest.fixture
-def three_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Path]:
-    """One offline run of each task in one cache."""
-    runs = {name: _generate(name, tmp_path) for name in TASKS}
-    capsys.readouterr()
-    return runs
+def three_runs(_three_runs_made: dict[str, str], tmp_path: Path) -> dict[str, Path]:
+    """One offline run of each task in one cache (tmp_path): a copy of the module's runs."""
+    made = dict(_three_runs_made)
+    shutil.copytree(made.pop(""), tmp_path, symlinks=True, dirs_exist_ok=True)
+    return {name: tmp_path / "runs" / run_id for name, run_id in made.items()}
 
 
 @pytest.fixture
