@@ -33,6 +33,11 @@ def _timed(session: nox.Session, phase: str, step: Callable[[], object]) -> None
 def tests(session: nox.Session) -> None:
     """Run the test suite, real-model tests included, on every core (pytest-xdist; -- ARGS replace the defaults)."""
     _timed(session, "install", lambda: _install(session, "dev,eval,local,optimize,store"))
+    # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE=1, as this machine
+    # sets): the suite starts a few hundred Python processes, each of which would otherwise compile every
+    # attest and evals module it imports afresh, and each worker would re-run pytest's assertion rewriting
+    # over every test module (about 5 s per worker). An empty value is "not set" to Python.
+    session.env["PYTHONDONTWRITEBYTECODE"] = ""
     # Two workers on two cores, each with its own one-thread llama.cpp server (tests/conftest.py).
     args = session.posargs or ["-n", "auto", "--dist", "loadgroup"]
     _timed(session, "tests", lambda: session.run("pytest", *args))
