@@ -55,22 +55,22 @@ def _rescore(cache_dir: Path, *extra: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def _three_runs_made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """One offline run of each task in one cache, made once for the module (task -> run id); each test gets
-    its own copy (`three_runs`), so what one test writes no other sees."""
+def _three_runs_made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """One offline run of each task in one cache, made once for the module: the cache and task -> run id.
+    Each test gets its own copy (`three_runs`), so what one test writes no other sees."""
     cache_dir = tmp_path_factory.mktemp("three-runs")
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
         for name in ATTEST_ENV:  # as the autouse _hermetic_env does for each test
             mp.delenv(name, raising=False)
-        return {name: _generate(name, cache_dir).name for name in TASKS} | {"": str(cache_dir)}
+        return cache_dir, {name: _generate(name, cache_dir).name for name in TASKS}
 
 
 @pytest.fixture
-def three_runs(_three_runs_made: dict[str, str], tmp_path: Path) -> dict[str, Path]:
+def three_runs(_three_runs_made: tuple[Path, dict[str, str]], tmp_path: Path) -> dict[str, Path]:
     """One offline run of each task in one cache (tmp_path): a copy of the module's runs."""
-    made = dict(_three_runs_made)
-    shutil.copytree(made.pop(""), tmp_path, symlinks=True, dirs_exist_ok=True)
-    return {name: tmp_path / "runs" / run_id for name, run_id in made.items()}
+    made, run_ids = _three_runs_made
+    shutil.copytree(made, tmp_path, symlinks=True, dirs_exist_ok=True)
+    return {name: tmp_path / "runs" / run_id for name, run_id in run_ids.items()}
 
 
 @pytest.fixture
