@@ -6,13 +6,15 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from evals.store.keys import Entry, Identity, request_key
-from evals.store.open import open_store
+from evals.store.models import Manifest, Report
+from evals.store.open import Opened, open_store
 from evals.store.postgres.connection import SCHEMA_VERSION, StoreError, StoreReadOnly
 from evals.store.records import MemoryStore
 from tests.store.conftest import Pg
@@ -272,27 +274,15 @@ def test_the_store_is_named_by_a_service_or_a_file_never_by_a_password_in_argv(
 def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as_interrupted(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evals.engine.chat import unsampled
-    from evals.engine.execute import evaluate
-    from evals.reaction_eval import TASK, load_cases
     from evals.store.models import RunProgress
     from evals.store.postgres import connection
     from evals.store.postgres import runs as pg_runs
     from evals.store.refs import list_runs
-    from tests.fakes import RecordingChat
 
-    memory = MemoryStore()
-    answer = {"verdict": True, "confidence": 3, "reasoning": "fits"}
-    evaluate(TASK, unsampled(RecordingChat(lambda m, s: answer)), load_cases()[:3], store=memory)
-    [first] = memory.run_ids()
-    manifest, report = memory.manifest(first), memory.report(first)
-    assert report is not None
+    manifest, report = _recorded_run()
     store = open_store(pg_url, tmp_path)
     try:
-        for i in range(5):
-            run_id = f"r{i}"
-            store.runs.save(run_id, "manifest", manifest.replace(run_id=run_id, created=manifest.created + i))
-            store.runs.save(run_id, "report", report.replace(run_id=run_id, overall=i / 10))
+        _save_five(store, manifest, report, scores=[i / 10 for i in range(5)])
         sent: list[str] = []
         real_run = connection.Link.run
         monkeypatch.setattr(
@@ -321,8 +311,8 @@ def test_listing_is_one_statement_with_limit_offset_and_a_silent_writer_lists_as
         store.close()
 
 
-def _five_runs(pg_url: str, tmp_path: Path) -> list[str]:
-    """Five complete runs r0..r4 (r4 newest) in the store, with their answers; the sample keys."""
+def _recorded_run() -> tuple[Manifest, Report]:
+    """The manifest and report of a real 3-case reaction run, made in memory."""
     from evals.engine.chat import unsampled
     from evals.engine.execute import evaluate
     from evals.reaction_eval import TASK, load_cases
@@ -334,11 +324,25 @@ def _five_runs(pg_url: str, tmp_path: Path) -> list[str]:
     [first] = memory.run_ids()
     manifest, report = memory.manifest(first), memory.report(first)
     assert report is not None
+    return manifest, report
+
+
+def _save_five(store: Opened, manifest: Manifest, report: Report, scores: Sequence[float] | None = None) -> None:
+    """The run saved five times as r0..r4, each a second newer than the one before (r4 newest); with `scores`,
+    run ri's report says scores[i]."""
+    for i in range(5):
+        run_id = f"r{i}"
+        store.runs.save(run_id, "manifest", manifest.replace(run_id=run_id, created=manifest.created + i))
+        scored = report.replace(run_id=run_id, overall=scores[i]) if scores else report.replace(run_id=run_id)
+        store.runs.save(run_id, "report", scored)
+
+
+def _five_runs(pg_url: str, tmp_path: Path) -> list[str]:
+    """Five complete runs r0..r4 (r4 newest) in the store, with their answers; the sample keys."""
+    manifest, report = _recorded_run()
     store = open_store(pg_url, tmp_path)
     try:
-        for i in range(5):
-            store.runs.save(f"r{i}", "manifest", manifest.replace(run_id=f"r{i}", created=manifest.created + i))
-            store.runs.save(f"r{i}", "report", report.replace(run_id=f"r{i}"))
+        _save_five(store, manifest, report)
         keys = [sample.key for sample in manifest.samples]
         for key in keys:
             store.answers.put(key, _entry())
