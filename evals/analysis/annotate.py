@@ -54,12 +54,11 @@ def annotate(outcome: RunOutcome, store: Runs | None = None, *, stub: StubAnswer
     """
     if outcome.spec is None:
         return outcome
-    stub = stub if stub is not None else stub_answers(outcome)
     options = _strategies(outcome)
     key = inputs_sha256(outcome, stub=stub, options=options)
     block = _reusable(store, outcome, key) if store is not None else None
     if block is None:
-        block = {**_compute(outcome, stub, options), "inputs_sha256": key}
+        block = {**_compute(outcome, options), "inputs_sha256": key}
     return dataclasses.replace(outcome, report=outcome.report.replace(uncertainty=block))
 
 
@@ -69,12 +68,12 @@ def _strategies(outcome: RunOutcome) -> list[Strategy[Any]]:
     return spec.task.strategies(spec.cases) if spec is not None and spec.cases else []
 
 
-def _compute(outcome: RunOutcome, stub: StubAnswers, options: Sequence[Strategy[Any]]) -> dict[str, Any]:
+def _compute(outcome: RunOutcome, options: Sequence[Strategy[Any]]) -> dict[str, Any]:
     from evals.analysis import uncertainty  # deferred: it imports scipy, which a reused block does not need
 
     spec = outcome.spec
     assert spec is not None
-    found = baselines.baselines(spec.task, spec.cases, stub_texts=stub, options=options)
+    found = baselines.baselines(spec.task, spec.cases, options)
     return uncertainty.block(spec.task, spec.cases, outcome.result.results, found, spec.repeat)
 
 

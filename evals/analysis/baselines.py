@@ -15,13 +15,11 @@ these cases, so a model that does not beat it has learnt nothing the task asks f
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from attest.backends.stub import StubBackend
-from attest.backends.types import ChatResponse, Message
 from evals.corpus.cases import Case
 from evals.engine.chat import unsampled
 from evals.engine.execute import evaluate
@@ -39,24 +37,14 @@ class Baseline:
     scores: dict[str, float]
 
 
-def stub(task: Task[Any], cases: Sequence[Case], texts: Mapping[str, str] | None = None) -> Baseline | None:
+def stub(task: Task[Any], cases: Sequence[Case]) -> Baseline | None:
     """The stub backend's score on `cases`: the production renderer, the task's scorer, in memory (None: the
-    task has no stub answerer). `texts` (case id -> the stub's answer, `stub_texts`) spares asking it again."""
+    task has no stub answerer)."""
     if task.stub_answer is None:
         return None
     backend = StubBackend(answer=task.stub_answer)
-    known = {_request(task.render(c)): texts[c.id] for c in cases if c.id in texts} if texts is not None else {}
-
-    def chat(messages: Sequence[Message], schema: Mapping[str, Any]) -> ChatResponse:
-        text = known.get(_request(messages))
-        return backend.chat_json(messages, schema) if text is None else ChatResponse(text, 0.0, None, None, "", "")
-
-    result = evaluate(task, unsampled(chat), cases)
+    result = evaluate(task, unsampled(backend.chat_json), cases)
     return Baseline("stub", f"the stub backend, {backend.model}: keyword overlap of reader and item", result.by_case())
-
-
-def _request(messages: Sequence[Message]) -> str:
-    return json.dumps(list(messages), sort_keys=True)
 
 
 def best_strategy(task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[Any]]) -> Baseline:
@@ -76,14 +64,8 @@ def trivial(task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[A
     return best_strategy(task, cases, options) if options else None
 
 
-def baselines(
-    task: Task[Any],
-    cases: Sequence[Case],
-    *,
-    stub_texts: Mapping[str, str] | None = None,
-    options: Sequence[Strategy[Any]] | None = None,
-) -> list[Baseline]:
-    """The stub's and the trivial baseline's scores on exactly `cases` (the stub's answers and the cheap
-    strategies passed in when the caller has them already)."""
-    found = [stub(task, cases, stub_texts), trivial(task, cases, options)]
+def baselines(task: Task[Any], cases: Sequence[Case], options: Sequence[Strategy[Any]] | None = None) -> list[Baseline]:
+    """The stub's and the trivial baseline's scores on exactly `cases` (`options`: the task's cheap strategies
+    on these cases, if the caller has fitted them already)."""
+    found = [stub(task, cases), trivial(task, cases, options)]
     return [b for b in found if b is not None]
